@@ -1,0 +1,178 @@
+/**
+ * Every failure a caller handles differently has its own class with a stable `code` (the
+ * gateway's refusal code, DESIGN §3.2), an `httpStatus`, and the numbers it was decided on
+ * (STYLE G5, G6). Match on `code` or use the `is…Error` guards: `instanceof` also works across
+ * two loaded copies of sluice because each class checks a `Symbol.for` brand.
+ */
+
+const BRAND = Symbol.for("sluice.error");
+
+/** The stable codes; equal to the gateway's `error.code` for the same refusal. */
+export type SluiceErrorCode =
+  | "queue_full"
+  | "queue_timeout"
+  | "key_limit"
+  | "rate_limit"
+  | "upstream_unavailable"
+  | "store_unavailable"
+  | "draining"
+  | "config_invalid";
+
+/** Base class of every error sluice throws on purpose. */
+export abstract class SluiceError extends Error {
+  abstract readonly code: SluiceErrorCode;
+  abstract readonly httpStatus: number;
+  readonly [BRAND] = true;
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this === SluiceError) return isSluiceError(value);
+    // Subclasses: same brand and one of the class's codes, so it works across package copies.
+    const codes = (this as unknown as { CODES?: readonly string[] }).CODES;
+    return isSluiceError(value) && codes !== undefined && codes.includes(value.code);
+  }
+}
+
+/** True for any error sluice raised itself. */
+export function isSluiceError(value: unknown): value is SluiceError {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** A lane (or the gateway) is full: nothing was sent upstream, it is safe to retry later. */
+export class QueueFullError extends SluiceError {
+  static readonly CODES = ["queue_full"];
+  readonly code = "queue_full";
+  readonly httpStatus = 429;
+  override readonly name = "QueueFullError";
+
+  constructor(
+    readonly lane: string,
+    readonly inflight: number,
+    readonly queued: number,
+    readonly queueLimit: number,
+    readonly width: number,
+    readonly retryAfterMs: number,
+    /** Why: `full` (queue at its limit), `shed` (pushed out by a higher class), `expected_wait`. */
+    readonly reason: "full" | "shed" | "expected_wait" = "full",
+  ) {
+    super(
+      `lane ${lane} is full (${inflight}/${width} in flight, ${queued}/${queueLimit} queued` +
+        `${reason === "shed" ? "; shed for a higher-priority call" : reason === "expected_wait" ? "; expected wait exceeds the queue timeout" : ""}); retry in ${retryAfterMs} ms`,
+    );
+  }
+}
+
+/** Base of sluice's timeouts, so `catch (e) { if (e instanceof TimeoutError) … }` sees them all. */
+export abstract class TimeoutError extends SluiceError {
+  static readonly CODES: readonly string[] = ["queue_timeout"];
+}
+
+/** Waited the lane's whole `queueTimeoutMs` without a slot. Never retried automatically. */
+export class QueueTimeoutError extends TimeoutError {
+  static readonly CODES = ["queue_timeout"];
+  readonly code = "queue_timeout";
+  readonly httpStatus = 503;
+  override readonly name = "QueueTimeoutError";
+
+  constructor(
+    readonly lane: string,
+    readonly waitedMs: number,
+    /** 1-based position in the lane's queue when it timed out. */
+    readonly position: number,
+    readonly retryAfterMs = 1000,
+  ) {
+    super(
+      `waited ${Math.round(waitedMs)} ms for model capacity on lane ${lane} (position ${position} in its queue); raise the lane's queueTimeoutMs or its limit`,
+    );
+  }
+}
+
+/** The caller's key (tenant) already has `maxInflight` calls in flight or queued. */
+export class KeyLimitError extends SluiceError {
+  static readonly CODES = ["key_limit"];
+  readonly code = "key_limit";
+  readonly httpStatus = 429;
+  override readonly name = "KeyLimitError";
+
+  constructor(
+    readonly key: string,
+    readonly inflight: number,
+    readonly queued: number,
+    readonly maxInflight: number,
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      `key ${key} is at its limit (${inflight} in flight + ${queued} queued of ${maxInflight}); retry in ${retryAfterMs} ms`,
+    );
+  }
+}
+
+/** Every pod of the lane is tripped and there is no fallback; the caller asked to fail fast. */
+export class BreakerOpenError extends SluiceError {
+  static readonly CODES = ["upstream_unavailable"];
+  readonly code = "upstream_unavailable";
+  readonly httpStatus = 503;
+  override readonly name = "BreakerOpenError";
+
+  constructor(
+    readonly lane: string,
+    readonly endpoint: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`every pod of lane ${lane} is tripped (first: ${endpoint}); retry in ${retryAfterMs} ms`);
+  }
+}
+
+/** The fleet store cannot be reached and the configuration says to fail closed. */
+export class StoreUnavailableError extends SluiceError {
+  static readonly CODES = ["store_unavailable"];
+  readonly code = "store_unavailable";
+  readonly httpStatus = 503;
+  override readonly name = "StoreUnavailableError";
+
+  constructor(
+    readonly detail: string,
+    readonly retryAfterMs = 1000,
+  ) {
+    super(`the fleet store is unavailable: ${detail}`);
+  }
+}
+
+/** An option or config value is invalid; raised at construction, before anything runs. */
+export class ConfigError extends SluiceError {
+  static readonly CODES = ["config_invalid"];
+  readonly code = "config_invalid";
+  readonly httpStatus = 500;
+  override readonly name = "ConfigError";
+
+  constructor(
+    /** Path to the bad key, e.g. `lanes.chat.reserve` or `models[2].breaker.backoff_factor`. */
+    readonly path: string,
+    readonly expected: string,
+    readonly received: unknown,
+    readonly hint?: string,
+  ) {
+    super(`${path}: expected ${expected}, got ${describe(received)}${hint ? ` (${hint})` : ""}`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return "nothing";
+  if (typeof value === "string") return `"${value}" (string)`;
+  if (typeof value === "number" || typeof value === "boolean") return `${value} (${typeof value})`;
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+/** Guard for {@link QueueFullError} that works across package copies. */
+export const isQueueFullError = (e: unknown): e is QueueFullError => isSluiceError(e) && e.code === "queue_full";
+/** Guard for {@link QueueTimeoutError}. */
+export const isQueueTimeoutError = (e: unknown): e is QueueTimeoutError =>
+  isSluiceError(e) && e.code === "queue_timeout";
+/** Guard for {@link KeyLimitError}. */
+export const isKeyLimitError = (e: unknown): e is KeyLimitError => isSluiceError(e) && e.code === "key_limit";
+/** Guard for {@link BreakerOpenError}. */
+export const isBreakerOpenError = (e: unknown): e is BreakerOpenError =>
+  isSluiceError(e) && e.code === "upstream_unavailable";
+/** Guard for {@link ConfigError}. */
+export const isConfigError = (e: unknown): e is ConfigError => isSluiceError(e) && e.code === "config_invalid";

@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { Rank } from "./priority.js";
+import { type QueueNode, WaitQueue } from "./wait-queue.js";
+
+type Node = QueueNode & { name: string };
+const node = (name: string, rank: Rank, arrivedAt: number, enqueuedAt = arrivedAt): Node => ({
+  name,
+  rank,
+  arrivedAt,
+  enqueuedAt,
+  prev: null,
+  next: null,
+  dprev: null,
+  dnext: null,
+});
+
+describe("WaitQueue", () => {
+  test("serves by class, then by arrival within a class", () => {
+    const q = new WaitQueue<Node>();
+    q.push(node("bulk-1", 2, 1));
+    q.push(node("default-1", 1, 2));
+    q.push(node("interactive-1", 0, 3));
+    q.push(node("default-2", 1, 4));
+    const order: string[] = [];
+    for (let b = q.best(5, 60_000); b !== null; b = q.best(5, 60_000)) {
+      order.push(b.name);
+      q.remove(b);
+    }
+    assert.deepEqual(order, ["interactive-1", "default-1", "default-2", "bulk-1"]);
+    assert.equal(q.size, 0);
+  });
+
+  test("ages a waiter one class per agingMs, and ties go to the earlier arrival", () => {
+    const q = new WaitQueue<Node>();
+    q.push(node("bulk-old", 2, 0));
+    q.push(node("interactive-new", 0, 119_000));
+    // at 120 s the bulk waiter has aged two steps to interactive and arrived first
+    assert.equal(q.best(120_000, 60_000)?.name, "bulk-old");
+    assert.equal(q.best(119_999, 60_000)?.name, "interactive-new");
+  });
+
+  test("sheds the newest waiter of the lowest class below the arrival's", () => {
+    const q = new WaitQueue<Node>();
+    q.push(node("bulk-1", 2, 1));
+    q.push(node("bulk-2", 2, 2));
+    q.push(node("default-1", 1, 3));
+    assert.equal(q.newestBelow(0)?.name, "bulk-2");
+    assert.equal(q.newestBelow(1)?.name, "bulk-2");
+    assert.equal(q.newestBelow(2), null);
+  });
+
+  test("places a re-acquire by its original arrival time but keeps deadlines in enqueue order", () => {
+    const q = new WaitQueue<Node>();
+    q.push(node("a", 1, 10, 10));
+    q.push(node("b", 1, 20, 20));
+    q.push(node("reconnect", 1, 5, 30));
+    assert.equal(q.best(30, 60_000)?.name, "reconnect");
+    assert.equal(q.earliestEnqueued?.name, "a");
+    assert.equal(q.positionOf(q.head(1)!), 1);
+  });
+
+  test("removes from the middle in O(1) and keeps counts exact", () => {
+    const q = new WaitQueue<Node>();
+    const nodes = [0, 1, 2, 3].map((i) => node(`n${i}`, 1, i));
+    for (const n of nodes) q.push(n);
+    q.remove(nodes[2]!);
+    q.remove(nodes[0]!);
+    assert.equal(q.count(1), 2);
+    assert.equal(q.head(1)?.name, "n1");
+    assert.equal(q.earliestEnqueued?.name, "n1");
+    assert.equal(q.positionOf(nodes[3]!), 2);
+    assert.equal(q.positionForArrival(1), 3);
+  });
+});
