@@ -5,14 +5,36 @@
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences are meaningful. */
   now(): number;
+  /**
+   * Calls `fn` once when `now()` reaches `atMs`; returns a function that cancels it. The core
+   * never calls this; the shell's one timer does, so a `ManualClock` drives it in tests.
+   */
+  setTimer(atMs: number, fn: () => void): () => void;
 }
 
 /** The process's monotonic clock (`performance.now()`), immune to wall-clock jumps. */
-export const systemClock: Clock = { now: () => performance.now() };
+export const systemClock: Clock = {
+  now: () => performance.now(),
+  setTimer(atMs, fn) {
+    const handle = setTimeout(fn, Math.max(0, atMs - performance.now()));
+    return () => clearTimeout(handle);
+  },
+};
 
-/** A clock that moves only when told to: `advance(ms)` or `set(ms)`. */
+interface Timer {
+  at: number;
+  fn: () => void;
+  seq: number;
+}
+
+/**
+ * A clock that moves only when told to: `advance(ms)` or `set(ms)`. Timers due on the way fire
+ * in time order, each with `now()` set to its own due time, so a timeout is observed exactly.
+ */
 export class ManualClock implements Clock {
   #now: number;
+  #timers: Timer[] = [];
+  #seq = 0;
 
   constructor(startMs = 0) {
     this.#now = startMs;
@@ -22,16 +44,39 @@ export class ManualClock implements Clock {
     return this.#now;
   }
 
-  /** Moves time forward by `ms` (≥ 0) and returns the new time. */
+  setTimer(atMs: number, fn: () => void): () => void {
+    const timer: Timer = { at: atMs, fn, seq: this.#seq++ };
+    this.#timers.push(timer);
+    return () => {
+      this.#timers = this.#timers.filter((t) => t !== timer);
+    };
+  }
+
+  /** Timers not yet fired. */
+  get pendingTimers(): number {
+    return this.#timers.length;
+  }
+
+  /** Moves time forward by `ms` (≥ 0), firing due timers on the way; returns the new time. */
   advance(ms: number): number {
     if (!(ms >= 0)) throw new RangeError(`ManualClock.advance expects ms ≥ 0, got ${ms}`);
-    this.#now += ms;
+    this.set(this.#now + ms);
     return this.#now;
   }
 
-  /** Sets the time; it never moves backwards. */
+  /** Sets the time, firing due timers on the way; it never moves backwards. */
   set(ms: number): void {
     if (ms < this.#now) throw new RangeError(`ManualClock.set cannot go back from ${this.#now} to ${ms}`);
+    for (;;) {
+      let next: Timer | undefined;
+      for (const t of this.#timers)
+        if (t.at <= ms && (next === undefined || t.at < next.at || (t.at === next.at && t.seq < next.seq)))
+          next = t;
+      if (next === undefined) break;
+      this.#timers = this.#timers.filter((t) => t !== next);
+      if (next.at > this.#now) this.#now = next.at;
+      next.fn();
+    }
     this.#now = ms;
   }
 }

@@ -68,7 +68,7 @@ export abstract class TimeoutError extends SluiceError {
 
 /** Waited the lane's whole `queueTimeoutMs` without a slot. Never retried automatically. */
 export class QueueTimeoutError extends TimeoutError {
-  static readonly CODES = ["queue_timeout"];
+  static override readonly CODES = ["queue_timeout"];
   readonly code = "queue_timeout";
   readonly httpStatus = 503;
   override readonly name = "QueueTimeoutError";
@@ -165,7 +165,8 @@ function describe(value: unknown): string {
 }
 
 /** Guard for {@link QueueFullError} that works across package copies. */
-export const isQueueFullError = (e: unknown): e is QueueFullError => isSluiceError(e) && e.code === "queue_full";
+export const isQueueFullError = (e: unknown): e is QueueFullError =>
+  isSluiceError(e) && e.code === "queue_full";
 /** Guard for {@link QueueTimeoutError}. */
 export const isQueueTimeoutError = (e: unknown): e is QueueTimeoutError =>
   isSluiceError(e) && e.code === "queue_timeout";
@@ -175,4 +176,5 @@ export const isKeyLimitError = (e: unknown): e is KeyLimitError => isSluiceError
 export const isBreakerOpenError = (e: unknown): e is BreakerOpenError =>
   isSluiceError(e) && e.code === "upstream_unavailable";
 /** Guard for {@link ConfigError}. */
-export const isConfigError = (e: unknown): e is ConfigError => isSluiceError(e) && e.code === "config_invalid";
+export const isConfigError = (e: unknown): e is ConfigError =>
+  isSluiceError(e) && e.code === "config_invalid";

@@ -1,0 +1,166 @@
+/**
+ * How wide a pod may be driven, decided apart from what enforces it (STYLE G1, Netflix's `Limit`
+ * vs `Limiter`). AIMD after TCP (DESIGN §1.3, seed 000):
+ *
+ * - start at the operator's ceiling, so an install where nothing refuses never sees a change;
+ * - a congestion signal sets width = max(floor, ⌊in flight at the refusal ÷ 2⌋) — TCP's
+ *   ssthresh = FlightSize / 2; 64 configured, 58 in flight → 29;
+ * - one cut per congestion event (NewReno's recovery point): each grant records the epoch, and
+ *   only a refusal of a call granted in the current epoch cuts; the cut opens a new epoch;
+ * - +1 per `width` successes, counted only while the pod is actually used, never above the ceiling;
+ * - after a breaker closes: slow start from the floor, +1 per success (doubling per round trip)
+ *   up to the last cut value, then linear again.
+ */
+
+/** What an algorithm decided about a congestion signal. */
+export type CongestionVerdict =
+  /** The first signal of a new event: the width was cut. */
+  | "cut"
+  /** A call from before the last cut: the same event, already answered. */
+  | "same_event"
+  /**
+   * The pod refused again after the cut, before any success at the reduced width, or at its
+   * floor: cutting cannot help, so the breaker should count it (DESIGN §1.4).
+   */
+  | "persistent";
+
+/** Decides a pod's width from outcomes; plain data so a store can share it (toJSON). */
+export interface WidthAlgorithm {
+  /** Calls the pod may have in flight now. */
+  readonly width: number;
+  /** The congestion epoch; a grant records it and hands it back with its outcome. */
+  readonly epoch: number;
+  /** A call granted with `inflightAtStart` (counting itself) succeeded. */
+  onSuccess(inflightAtStart: number): void;
+  /** A call granted in `epoch` was refused with `inflight` calls on the pod (counting itself). */
+  onCongestion(epoch: number, inflight: number): CongestionVerdict;
+  /** The breaker closed after a trip: restart slowly from the floor. */
+  onRecovered(): void;
+  toJSON(): WidthState;
+}
+
+/** Serializable width state. */
+export interface WidthState {
+  width: number;
+  epoch: number;
+  ceiling: number;
+  floor: number;
+  /** Successes counted toward the next +1. */
+  credit: number;
+  /** Slow-start target (the last cut value); 0 when not in slow start. */
+  ssthresh: number;
+  /** A call granted at the current width has succeeded since the last cut. */
+  succeededSinceCut: boolean;
+}
+
+/** Options for {@link AimdWidth}. */
+export interface AimdOptions {
+  /** The operator's ceiling (the pod's `maxInflight`): the start and the cap. */
+  ceiling: number;
+  /** Lowest width a cut can reach. **Default:** 4 (clamped to the ceiling). */
+  floor?: number;
+}
+
+export class AimdWidth implements WidthAlgorithm {
+  readonly #s: WidthState;
+
+  constructor(options: AimdOptions | WidthState) {
+    if ("credit" in options) {
+      this.#s = { ...options };
+    } else {
+      const floor = Math.min(options.floor ?? 4, options.ceiling);
+      this.#s = {
+        width: options.ceiling,
+        epoch: 0,
+        ceiling: options.ceiling,
+        floor,
+        credit: 0,
+        ssthresh: 0,
+        succeededSinceCut: true,
+      };
+    }
+  }
+
+  get width(): number {
+    return this.#s.width;
+  }
+
+  get epoch(): number {
+    return this.#s.epoch;
+  }
+
+  get floor(): number {
+    return this.#s.floor;
+  }
+
+  get ceiling(): number {
+    return this.#s.ceiling;
+  }
+
+  onSuccess(inflightAtStart: number): void {
+    const s = this.#s;
+    s.succeededSinceCut = true;
+    // Only a pod that is actually used shows whether more would fit; idle successes prove nothing.
+    if (s.width >= s.ceiling || inflightAtStart < s.width - 1) return;
+    if (s.ssthresh > 0 && s.width < s.ssthresh) {
+      s.width++; // slow start: +1 per success doubles the width each round trip
+      if (s.width >= s.ssthresh) s.ssthresh = 0;
+      return;
+    }
+    s.credit++;
+    if (s.credit >= s.width) {
+      s.credit = 0;
+      s.width++;
+    }
+  }
+
+  onCongestion(epoch: number, inflight: number): CongestionVerdict {
+    const s = this.#s;
+    if (epoch < s.epoch) return "same_event";
+    if (!s.succeededSinceCut || s.width <= s.floor) return "persistent";
+    s.width = Math.max(s.floor, Math.floor(inflight / 2));
+    s.epoch++;
+    s.credit = 0;
+    s.ssthresh = 0;
+    s.succeededSinceCut = false;
+    return "cut";
+  }
+
+  onRecovered(): void {
+    const s = this.#s;
+    s.ssthresh = Math.max(s.width, s.floor);
+    s.width = s.floor;
+    s.credit = 0;
+    s.epoch++;
+    s.succeededSinceCut = true;
+    if (s.ssthresh <= s.width) s.ssthresh = 0;
+  }
+
+  toJSON(): WidthState {
+    return { ...this.#s };
+  }
+}
+
+/** A width that never moves: for tests, and for `adaptive: false`. */
+export class FixedWidth implements WidthAlgorithm {
+  constructor(readonly width: number) {}
+
+  static of(width: number): FixedWidth {
+    return new FixedWidth(width);
+  }
+
+  readonly epoch = 0;
+
+  onSuccess(): void {}
+
+  onCongestion(): CongestionVerdict {
+    return "persistent";
+  }
+
+  onRecovered(): void {}
+
+  toJSON(): WidthState {
+    const w = this.width;
+    return { width: w, epoch: 0, ceiling: w, floor: w, credit: 0, ssthresh: 0, succeededSinceCut: true };
+  }
+}

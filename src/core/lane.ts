@@ -1,0 +1,117 @@
+/**
+ * A lane: one bounded, priority-ordered queue in front of one budget (DESIGN §1, §1.1) — an
+ * endpoint and model in the library, a configured model in the gateway. It owns its waiters,
+ * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
+ */
+import type { Budget } from "./budget.js";
+import type { Pod } from "./pod.js";
+import { INTERACTIVE } from "./priority.js";
+import { HoldTime } from "./retry-after.js";
+import { type QueueNode, WaitQueue } from "./wait-queue.js";
+import { WindowHistogram } from "./window-histogram.js";
+
+/** Resolved lane settings (validated by options.ts). */
+export interface LaneSettings {
+  limit: number;
+  reserve: number;
+  queueLimit: number;
+  queueTimeoutMs: number;
+  agingMs: number;
+  fallback: string | undefined;
+}
+
+/** `saturated` = queued > 0 held continuously for this long (DESIGN §4). */
+export const SATURATED_AFTER_MS = 60_000;
+
+export class Lane<T extends QueueNode = QueueNode> {
+  inflight = 0;
+  readonly queue = new WaitQueue<T>();
+  readonly hold = new HoldTime();
+  readonly waits = new WindowHistogram();
+  readonly timeouts = new WindowHistogram();
+  /** When the queue last went from empty to non-empty; undefined while empty. */
+  queuedSince: number | undefined = undefined;
+  /** Re-dispatch budget (DESIGN §1.3): tokens earned by first attempts, spent by retries. */
+  retryTokens = 0;
+  /** Re-dispatches in progress now. */
+  redispatching = 0;
+
+  constructor(
+    readonly name: string,
+    readonly settings: LaneSettings,
+    /** Shared budgets on this lane's path (GPU group, gateway admission), all-or-nothing. */
+    readonly groups: readonly Budget[],
+    /** Endpoints serving this lane, or null when the caller picks the endpoint itself. */
+    readonly pods: readonly Pod[] | null,
+  ) {}
+
+  get limit(): number {
+    return this.settings.limit;
+  }
+
+  /** The lane's in-flight capacity now: its limit, or less when its pods are narrower. */
+  get width(): number {
+    if (this.pods === null) return this.settings.limit;
+    let sum = 0;
+    for (const pod of this.pods) sum += pod.width.width;
+    return sum < this.settings.limit ? sum : this.settings.limit;
+  }
+
+  /**
+   * The waiter this lane would serve next if a slot frees, or null. The last `reserve` slots go
+   * only to waiters whose own class is interactive; aging does not unlock them.
+   */
+  candidate(nowMs: number): T | null {
+    const free = this.settings.limit - this.inflight;
+    if (free <= 0 || this.queue.size === 0) return null;
+    if (free > this.settings.reserve) return this.queue.best(nowMs, this.settings.agingMs);
+    return this.queue.head(INTERACTIVE);
+  }
+
+  /** Whether every shared budget on the path has room. */
+  groupsHaveRoom(): boolean {
+    for (const g of this.groups) if (!g.hasRoom) return false;
+    return true;
+  }
+
+  /** The least loaded pod that can take a call now, or null (`avoid` is skipped if possible). */
+  choosePod(nowMs: number, avoid: Pod | null = null): Pod | null {
+    let best: Pod | null = null;
+    let fallback: Pod | null = null;
+    for (const pod of this.pods!) {
+      if (!pod.available(nowMs)) continue;
+      if (pod === avoid) {
+        fallback = pod;
+        continue;
+      }
+      if (best === null || pod.load() < best.load()) best = pod;
+    }
+    return best ?? fallback;
+  }
+
+  /** Pods whose breaker is open now. */
+  openPods(): number {
+    let n = 0;
+    if (this.pods !== null) for (const pod of this.pods) if (pod.breaker.kind !== "closed") n++;
+    return n;
+  }
+
+  /** At most half of a lane's pods (at least one) may be open at once (DESIGN §1.4). */
+  mayOpenAnother(): boolean {
+    if (this.pods === null) return true;
+    return this.openPods() < Math.max(1, Math.floor(this.pods.length / 2));
+  }
+
+  /** True when every pod is tripped, so arrivals should go to the fallback lane. */
+  allTripped(nowMs: number): boolean {
+    if (this.pods === null || this.pods.length === 0) return false;
+    for (const pod of this.pods) if (!pod.breaker.isTripped(nowMs)) return false;
+    return true;
+  }
+
+  /** Keeps `queuedSince` in step with the queue (call after any change to it). */
+  noteQueue(nowMs: number): void {
+    if (this.queue.size === 0) this.queuedSince = undefined;
+    else if (this.queuedSince === undefined) this.queuedSince = nowMs;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * A grant is a lease with exactly three endings (STYLE G3): `succeeded(usage)`, `failed(err)`
+ * and `release()`. Each ends the lease; whichever comes first wins and later calls are no-ops,
+ * so a slot is given back exactly once. The same object is the waiter while it queues, so one
+ * acquire allocates one record.
+ */
+import type { KeyBudget } from "./budget.js";
+import type { Lane } from "./lane.js";
+import type { FailureInput } from "./outcome.js";
+import type { Pod } from "./pod.js";
+import { PRIORITIES, type Priority, type Rank } from "./priority.js";
+import type { QueueNode } from "./wait-queue.js";
+
+/** Actual usage reported at the end of a call (reconciles token budgets). */
+export interface Usage {
+  tokens?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+/** A held slot on every budget of a lane's path. */
+export interface Lease extends Disposable, AsyncDisposable {
+  /** The lane that granted it (the fallback lane when the first choice was tripped). */
+  readonly lane: string;
+  /** The pod to send this call to, for lanes served by pods. */
+  readonly pod: string | undefined;
+  /** The class the call was served as (after a key's `maxPriority` cap). */
+  readonly priority: Priority;
+  /** How long it waited in the queue, in ms; 0 when granted on arrival. */
+  readonly queuedMs: number;
+  /** Dispatch attempts so far (1 + re-dispatches). */
+  readonly attempts: number;
+  /** The call worked: feeds the pod's width and breaker, then releases. */
+  succeeded(usage?: Usage): void;
+  /** The call failed: an overload status or refusal narrows the pod, then releases. */
+  failed(failure: FailureInput): void;
+  /** Releases without a verdict (idempotent). */
+  release(): void;
+  /**
+   * The pod refused before starting the call: re-dispatch to another pod keeping the arrival
+   * time. Resolves true with `pod` updated, or false (lease released) when the per-call attempt
+   * limit (3) or the lane's re-dispatch budget says no.
+   */
+  retry(failure?: FailureInput): Promise<boolean>;
+}
+
+/** Who a ticket reports its ending to: the Governor, which owns timers and promises. */
+export interface TicketOwner {
+  end(ticket: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void;
+  retry(ticket: Ticket, failure: FailureInput | undefined): Promise<boolean>;
+}
+
+/** A ticket waits, then holds a grant, then has ended; it never goes back. */
+export type TicketState = "waiting" | "granted" | "ended";
+
+export class Ticket implements Lease, QueueNode {
+  prev: Ticket | null = null;
+  next: Ticket | null = null;
+  dprev: Ticket | null = null;
+  dnext: Ticket | null = null;
+  enqueuedAt = 0;
+  grantedAt = 0;
+  state: TicketState = "waiting";
+  podRef: Pod | null = null;
+  inflightAtStart = 0;
+  epoch = 0;
+  probe = false;
+  attempts = 1;
+  /** Settles the caller's promise; set by the owner while the ticket waits. */
+  resolve: ((lease: Lease) => void) | null = null;
+  reject: ((error: unknown) => void) | null = null;
+  /** Owner-private hook to detach an abort listener at grant. */
+  detach: (() => void) | null = null;
+
+  constructor(
+    readonly owner: TicketOwner,
+    readonly laneRef: Lane<Ticket>,
+    public rank: Rank,
+    readonly arrivedAt: number,
+    readonly key: KeyBudget | null,
+    readonly tokens: number,
+  ) {}
+
+  get lane(): string {
+    return this.laneRef.name;
+  }
+
+  get pod(): string | undefined {
+    return this.podRef?.id;
+  }
+
+  get priority(): Priority {
+    return PRIORITIES[this.rank]!;
+  }
+
+  get queuedMs(): number {
+    return this.grantedAt - this.enqueuedAt;
+  }
+
+  succeeded(_usage?: Usage): void {
+    if (this.state === "granted") this.owner.end(this, undefined, true);
+  }
+
+  failed(failure: FailureInput): void {
+    if (this.state === "granted") this.owner.end(this, failure, true);
+  }
+
+  release(): void {
+    if (this.state === "granted") this.owner.end(this, undefined, false);
+  }
+
+  retry(failure?: FailureInput): Promise<boolean> {
+    if (this.state !== "granted") return Promise.resolve(false);
+    return this.owner.retry(this, failure);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    this.release();
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * A pod: one upstream endpoint of a lane, enforcing the width its algorithm decides and the
+ * breaker's verdict (DESIGN §1.3–1.4). The scheduler asks `available(now)` at grant time and
+ * reports each call's ending through `settle`.
+ */
+import { AimdWidth, FixedWidth, type WidthAlgorithm } from "./aimd.js";
+import { Breaker, type BreakerOptions, type BreakerTransition } from "./breaker.js";
+import type { Budget } from "./budget.js";
+import type { Outcome } from "./outcome.js";
+
+/** What a pod's ending did, so the scheduler can tell listeners and wake waiters. */
+export interface PodVerdict {
+  widthChanged: boolean;
+  breakerOpened: boolean;
+  breakerClosed: boolean;
+}
+
+export class Pod {
+  inflight = 0;
+  /** A quota signal (429 with a reset) pauses dispatch until this time. */
+  pausedUntil = 0;
+  readonly width: WidthAlgorithm;
+  readonly breaker: Breaker;
+
+  constructor(
+    readonly id: string,
+    readonly ceiling: number,
+    /** The pod's GPU group budget, or null. */
+    readonly group: Budget | null,
+    adaptive: { floor: number } | false,
+    breaker: BreakerOptions,
+    random: () => number,
+    onBreakerChange: (pod: Pod, t: BreakerTransition) => void,
+  ) {
+    this.width =
+      adaptive === false ? new FixedWidth(ceiling) : new AimdWidth({ ceiling, floor: adaptive.floor });
+    this.breaker = new Breaker(breaker, random, (t) => onBreakerChange(this, t));
+  }
+
+  get adaptive(): boolean {
+    return this.width instanceof AimdWidth;
+  }
+
+  /** Has width to spare, breaker allowing, not paused, and room in its GPU group. */
+  available(nowMs: number): boolean {
+    return (
+      this.inflight < this.width.width &&
+      this.pausedUntil <= nowMs &&
+      this.breaker.allows(nowMs) &&
+      (this.group === null || this.group.hasRoom)
+    );
+  }
+
+  /** Load used to pick the least loaded pod: the fraction of its width in use. */
+  load(): number {
+    return this.inflight / this.width.width;
+  }
+
+  /**
+   * Applies one call's ending. `inflightAtStart` and `epoch` were recorded at the grant;
+   * `mayOpen` says whether the lane still allows another open breaker (at most half).
+   */
+  settle(
+    outcome: Outcome,
+    inflightAtStart: number,
+    epoch: number,
+    probe: boolean,
+    nowMs: number,
+    mayOpen: boolean,
+  ): PodVerdict {
+    const before = this.width.width;
+    const verdict: PodVerdict = { widthChanged: false, breakerOpened: false, breakerClosed: false };
+    switch (outcome.kind) {
+      case "success":
+        this.width.onSuccess(inflightAtStart);
+        if (this.breaker.onSuccess(probe)) {
+          verdict.breakerClosed = true;
+          this.width.onRecovered();
+        }
+        break;
+      case "congestion": {
+        // With adaptive width the first refusal of an event only cuts; a refusal that persists
+        // after the cut (or at the floor) is what the breaker counts (DESIGN §1.4).
+        const answer = this.width.onCongestion(epoch, this.inflight);
+        if (answer === "persistent" || probe)
+          verdict.breakerOpened = this.breaker.onFailure(nowMs, probe, mayOpen);
+        break;
+      }
+      case "failure":
+        verdict.breakerOpened = this.breaker.onFailure(nowMs, probe, mayOpen);
+        break;
+      case "quota":
+        this.pausedUntil = Math.max(this.pausedUntil, nowMs + outcome.resetMs);
+        if (probe) this.breaker.onProbeAbandoned();
+        break;
+      case "ignore":
+        if (probe) this.breaker.onProbeAbandoned();
+        break;
+    }
+    verdict.widthChanged = this.width.width !== before;
+    return verdict;
+  }
+
+  /** When this pod next changes by itself (breaker cooldown or quota pause ending). */
+  nextChangeAt(nowMs: number): number | undefined {
+    let at: number | undefined;
+    const reopen = this.breaker.reopensAt();
+    if (reopen !== undefined && reopen > nowMs) at = reopen;
+    if (this.pausedUntil > nowMs && (at === undefined || this.pausedUntil < at)) at = this.pausedUntil;
+    return at;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * How long a refused caller should wait, from the lane's measured drain rate (DESIGN §3.2).
+ *
+ * Little's law, L = λW: with `width` calls in flight, each held for a mean of `holdMs`, the
+ * lane completes λ = width / holdMs calls per ms. A caller at `position` in line expects to
+ * wait position / λ. Until a lease has ended there is no measurement, and the answer is the
+ * 1 s minimum.
+ */
+
+/** Floor for Retry-After: HTTP's header is whole seconds, and 0 invites a hot loop. */
+export const MIN_RETRY_AFTER_MS = 1000;
+
+/** Smoothed mean of how long leases are held; the drain-rate measurement. */
+export class HoldTime {
+  /** Mean hold in ms, `undefined` before the first sample. */
+  meanMs: number | undefined = undefined;
+  samples = 0;
+
+  /** Folds in one lease's hold time (EWMA, α = 0.1: about the last ten releases dominate). */
+  record(ms: number): void {
+    this.samples++;
+    this.meanMs = this.meanMs === undefined ? ms : this.meanMs + 0.1 * (ms - this.meanMs);
+  }
+}
+
+/** Expected ms until `position` waiters ahead have drained through `width` slots; undefined if unmeasured. */
+export function expectedWaitMs(position: number, width: number, hold: HoldTime): number | undefined {
+  if (hold.meanMs === undefined || width <= 0) return undefined;
+  return (position * hold.meanMs) / width;
+}
+
+/** Retry-After in ms for a caller refused at `position`: the expected wait, at least 1 s. */
+export function retryAfterMs(position: number, width: number, hold: HoldTime): number {
+  const expected = expectedWaitMs(position, width, hold);
+  return expected === undefined || expected < MIN_RETRY_AFTER_MS ? MIN_RETRY_AFTER_MS : Math.ceil(expected);
+}

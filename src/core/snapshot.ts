@@ -1,0 +1,112 @@
+/**
+ * The snapshot (DESIGN §4): plain data, cheap enough to poll every tick, the same shape for
+ * `gov.snapshot()`, `/api/telemetry/lanes` and `sluice status`. Field names are snake_case
+ * because this is a wire format read by dashboards and other languages.
+ */
+import type { Budget, KeyBudget } from "./budget.js";
+import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
+import type { Pod } from "./pod.js";
+
+export interface LaneSnapshot {
+  lane: string;
+  limit: number;
+  reserve: number;
+  /** The lane's in-flight capacity now (its limit, or the sum of its pods' widths if smaller). */
+  width: number;
+  queue_limit: number;
+  inflight: number;
+  queued: number;
+  queued_by_priority: { interactive: number; default: number; bulk: number };
+  oldest_wait_s: number;
+  wait_p50_s_5m: number;
+  wait_p90_s_5m: number;
+  queue_timeouts_5m: number;
+  /** `queued > 0` held continuously for ≥ 60 s. */
+  saturated: boolean;
+}
+
+export interface PodSnapshot {
+  id: string;
+  lane: string;
+  width: number;
+  ceiling: number;
+  floor: number;
+  inflight: number;
+  breaker: "closed" | "open" | "half_open";
+  /** Seconds until an open breaker allows its probe; 0 otherwise. */
+  reopens_in_s: number;
+  trips: number;
+  /** Seconds left of a quota pause (429 with a reset); 0 when not paused. */
+  paused_s: number;
+}
+
+export interface GroupSnapshot {
+  group: string;
+  limit: number;
+  inflight: number;
+}
+
+export interface KeySnapshot {
+  key: string;
+  max_inflight: number;
+  inflight: number;
+  queued: number;
+}
+
+export interface Snapshot {
+  enabled: boolean;
+  generated_at: string;
+  replica: string;
+  lanes: LaneSnapshot[];
+  pods: PodSnapshot[];
+  groups: GroupSnapshot[];
+  keys: KeySnapshot[];
+  accounts: never[];
+}
+
+const seconds = (ms: number): number => Math.round(ms) / 1000;
+
+export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
+  const q = lane.queue;
+  const oldest = q.earliestEnqueued;
+  return {
+    lane: lane.name,
+    limit: lane.limit,
+    reserve: lane.settings.reserve,
+    width: lane.width,
+    queue_limit: lane.settings.queueLimit,
+    inflight: lane.inflight,
+    queued: q.size,
+    queued_by_priority: { interactive: q.count(0), default: q.count(1), bulk: q.count(2) },
+    oldest_wait_s: oldest === null ? 0 : seconds(nowMs - oldest.enqueuedAt),
+    wait_p50_s_5m: seconds(lane.waits.quantile(0.5, nowMs)),
+    wait_p90_s_5m: seconds(lane.waits.quantile(0.9, nowMs)),
+    queue_timeouts_5m: lane.timeouts.events(nowMs),
+    saturated: lane.queuedSince !== undefined && nowMs - lane.queuedSince >= SATURATED_AFTER_MS,
+  };
+}
+
+export function podSnapshot(pod: Pod, lane: string, nowMs: number): PodSnapshot {
+  const state = pod.breaker.state;
+  const reopen = pod.breaker.reopensAt();
+  return {
+    id: pod.id,
+    lane,
+    width: pod.width.width,
+    ceiling: pod.ceiling,
+    floor: pod.width.toJSON().floor,
+    inflight: pod.inflight,
+    breaker: state.kind,
+    reopens_in_s: reopen === undefined ? 0 : seconds(Math.max(0, reopen - nowMs)),
+    trips: state.kind === "closed" ? 0 : state.trips,
+    paused_s: seconds(Math.max(0, pod.pausedUntil - nowMs)),
+  };
+}
+
+export function groupSnapshot(b: Budget): GroupSnapshot {
+  return { group: b.name, limit: b.limit, inflight: b.inflight };
+}
+
+export function keySnapshot(k: KeyBudget): KeySnapshot {
+  return { key: k.name, max_inflight: k.maxInflight, inflight: k.inflight, queued: k.queued };
+}

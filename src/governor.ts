@@ -1,0 +1,354 @@
+/**
+ * The imperative shell around the pure core (STYLE G2, G11): it owns the clock, the single
+ * timer, AbortSignals and promises, and hands the scheduler `nowMs`. One process, memory store;
+ * the fleet store plugs in behind the same calls later.
+ */
+import { channel } from "node:diagnostics_channel";
+import { hostname } from "node:os";
+import { currentPriority } from "./context.js";
+import type { BreakerTransition } from "./core/breaker.js";
+import { Budget, KeyBudget } from "./core/budget.js";
+import { type Clock, systemClock } from "./core/clock.js";
+import { BreakerOpenError, type SluiceError } from "./core/errors.js";
+import { Emitter, type Event } from "./core/events.js";
+import { Lane } from "./core/lane.js";
+import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
+import {
+  type GovernorOptions,
+  type ResolvedLane,
+  resolveLane,
+  validateGovernorOptions,
+} from "./core/options.js";
+import { classifyOutcome, type FailureInput, type Outcome } from "./core/outcome.js";
+import { Pod } from "./core/pod.js";
+import { PRIORITIES, type Priority, type Rank, rankOf } from "./core/priority.js";
+import {
+  type GrantEvent,
+  type RefusalEvent,
+  type ReleaseEvent,
+  Scheduler,
+  type WidthEvent,
+} from "./core/scheduler.js";
+import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "./core/snapshot.js";
+import { passThroughLease } from "./pass-through.js";
+import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
+
+/** Options of one `acquire`. */
+export interface AcquireOptions {
+  /** Class of this call. **Default:** the surrounding `withPriority`, else `"default"`. */
+  priority?: Priority;
+  /** Key (tenant) the call counts against; its `maxPriority` caps `priority`. */
+  key?: string;
+  /** Estimated tokens (for token budgets). */
+  tokens?: number;
+  /** Abort while waiting removes the waiter and rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /** Original arrival time (clock ms), kept across reconnects so aging continues. */
+  arrivedAt?: number;
+  /** When every pod of the lane is tripped, reject with `BreakerOpenError` instead of waiting. */
+  failFast?: boolean;
+}
+
+/** Payload of `onBreakerChange`. */
+export interface BreakerEvent {
+  lane: string;
+  pod: string;
+  from: BreakerTransition["from"];
+  to: BreakerTransition["to"];
+}
+
+const grantChannel = channel("sluice:lease:grant");
+const releaseChannel = channel("sluice:lease:release");
+const SUCCESS: Outcome = { kind: "success" };
+
+/**
+ * Bounds model calls inside one process: lanes with priority queues, shared group budgets, key
+ * budgets, and pods with adaptive width and breakers (DESIGN §1, §2).
+ */
+export class Governor implements TicketOwner {
+  readonly #clock: Clock;
+  readonly #random: () => number;
+  readonly #scheduler: Scheduler;
+  readonly #lanes = new Map<string, Lane<Ticket>>();
+  readonly #passThrough = new Map<string, Lease>();
+  readonly #groups = new Map<string, Budget>();
+  readonly #keys = new Map<string, KeyBudget>();
+  readonly #pods = new Map<string, Pod>();
+  readonly #options: GovernorOptions;
+  readonly #replica = `${hostname()}:${process.pid}`;
+  #cancelTimer: (() => void) | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #closed = false;
+  readonly #breakerChanges = new Emitter<BreakerEvent>();
+
+  /** A lease was granted (typed, opt-in: payloads are built only when someone listens). */
+  readonly onGrant: Event<GrantEvent>;
+  /** A lease ended. */
+  readonly onRelease: Event<ReleaseEvent>;
+  /** sluice refused a call (queue full, shed, key limit, queue timeout). */
+  readonly onRefusal: Event<RefusalEvent>;
+  /** A pod's adaptive width moved. */
+  readonly onWidthChange: Event<WidthEvent>;
+  /** A pod's breaker changed state. */
+  readonly onBreakerChange: Event<BreakerEvent> = this.#breakerChanges.event;
+
+  constructor(options: GovernorOptions = {}) {
+    validateGovernorOptions(options);
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? Math.random;
+    for (const [name, g] of Object.entries(options.groups ?? {}))
+      this.#groups.set(name, new Budget(name, g.limit));
+    for (const [name, k] of Object.entries(options.keys ?? {}))
+      this.#keys.set(name, new KeyBudget(name, k.maxInflight, rankOf(k.maxPriority ?? "interactive")!));
+    this.#scheduler = new Scheduler({
+      granted: (t) => this.#settleWaiter(t, undefined),
+      rejected: (t, error) => this.#settleWaiter(t, error),
+    });
+    this.onGrant = this.#scheduler.onGrant.event;
+    this.onRelease = this.#scheduler.onRelease.event;
+    this.onRefusal = this.#scheduler.onRefusal.event;
+    this.onWidthChange = this.#scheduler.onWidthChange.event;
+    // Validate every configured lane now: invalid options fail at construction (STYLE G7).
+    for (const [name, lane] of Object.entries(options.lanes ?? {}))
+      this.#createLane(name, lane, `lanes.${name}`);
+    resolveLane(undefined, options.defaults ?? {}, "defaults", options.groups ?? {});
+  }
+
+  /**
+   * Waits for a slot on every budget of `lane`'s path and returns the lease. Rejects at once with
+   * `QueueFullError` / `KeyLimitError` when sluice says no, later with `QueueTimeoutError`, or with
+   * `signal.reason` on abort. Queue wait never counts toward the call's own timeout.
+   */
+  acquire(lane: string, options: AcquireOptions = {}): Promise<Lease> {
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const pass = this.#passThrough.get(lane);
+    if (pass !== undefined) return Promise.resolve(pass);
+    let laneState = this.#lanes.get(lane) ?? this.#createLane(lane, undefined, `lanes.${lane}`);
+    if (laneState === null) return Promise.resolve(this.#passThrough.get(lane)!);
+    if (this.#closed) return Promise.reject(new Error("Governor is closed"));
+    const priority = options.priority ?? currentPriority() ?? "default";
+    let rank = rankOf(priority);
+    if (rank === undefined) {
+      return Promise.reject(
+        new TypeError(`priority must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(priority)}`),
+      );
+    }
+    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
+    if (key !== null && rank < key.maxRank) rank = key.maxRank;
+    const now = this.#clock.now();
+    if (laneState.pods !== null && laneState.allTripped(now)) {
+      const fallback = laneState.settings.fallback;
+      if (fallback !== undefined) {
+        const fb = this.#lanes.get(fallback);
+        if (fb !== undefined) laneState = fb;
+      } else if (options.failFast) {
+        return Promise.reject(this.#breakerOpen(laneState, now));
+      }
+    }
+    const t = new Ticket(this, laneState, rank as Rank, options.arrivedAt ?? now, key, options.tokens ?? 0);
+    let admitted: "granted" | "queued";
+    try {
+      admitted = this.#scheduler.admit(t, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (admitted === "granted") {
+      if (grantChannel.hasSubscribers) grantChannel.publish(t);
+      return Promise.resolve(t);
+    }
+    const promise = new Promise<Lease>((resolve, reject) => {
+      t.resolve = resolve;
+      t.reject = reject;
+    });
+    if (signal !== undefined) {
+      const onAbort = () => {
+        if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      t.detach = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.#arm();
+    return promise;
+  }
+
+  /** Runs `fn` holding a slot; success or failure feeds the pod, and the slot is always released. */
+  async run<R>(lane: string, fn: (ctx: CallContext) => Promise<R>, options: AcquireOptions = {}): Promise<R> {
+    const lease = await this.acquire(lane, options);
+    try {
+      const result = await fn({ lease, pod: lease.pod, signal: options.signal });
+      lease.succeeded();
+      return result;
+    } catch (error) {
+      lease.failed(error);
+      throw error;
+    }
+  }
+
+  /**
+   * Yields a stream's items while holding one slot until the stream is exhausted, throws, or the
+   * consumer stops. A failure before any item releases, backs off and re-acquires keeping the
+   * original arrival time; a queue timeout is never retried (DESIGN §1.2).
+   */
+  stream<T>(
+    lane: string,
+    factory: (ctx: CallContext) => AsyncIterable<T> | Promise<AsyncIterable<T>>,
+    options: StreamOptions = {},
+  ): AsyncIterable<T> {
+    return streamWithLease(this, this.#clock, lane, factory, options);
+  }
+
+  /** True while `pod`'s breaker is open and cooling down. A pure read: it takes no probe. */
+  isTripped(pod: string): boolean {
+    return this.#pods.get(pod)?.breaker.isTripped(this.#clock.now()) ?? false;
+  }
+
+  /** Reports server-side saturation (e.g. vLLM's waiting queue) as a congestion signal. */
+  reportSaturation(pod: string): void {
+    const p = this.#pods.get(pod);
+    if (p === undefined) return;
+    const before = p.width.width;
+    p.width.onCongestion(p.width.epoch, p.inflight);
+    if (p.width.width !== before) this.#arm();
+  }
+
+  /** The §4 snapshot: lanes, pods, groups, keys. Plain data. */
+  snapshot(): Snapshot {
+    const now = this.#clock.now();
+    const lanes = [...this.#lanes.values()];
+    return {
+      enabled: lanes.length > 0,
+      generated_at: new Date().toISOString(),
+      replica: this.#replica,
+      lanes: lanes.map((l) => laneSnapshot(l, now)),
+      pods: lanes.flatMap((l) => (l.pods ?? []).map((p) => podSnapshot(p, l.name, now))),
+      groups: [...this.#groups.values()].map(groupSnapshot),
+      keys: [...this.#keys.values()].map(keySnapshot),
+      accounts: [],
+    };
+  }
+
+  /** Stops the timer; later acquires reject. Waiters already queued keep their promises. */
+  close(): void {
+    this.#closed = true;
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** @internal TicketOwner: a lease ended. */
+  end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
+    const outcome = outcomeKnown ? (failure === undefined ? SUCCESS : classifyOutcome(failure)) : null;
+    this.#scheduler.end(t, outcome, this.#clock.now());
+    if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
+    if (this.#scheduler.waitingLanes.size > 0) this.#arm();
+  }
+
+  /** @internal TicketOwner: re-dispatch after a refusal before the pod started the call. */
+  retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
+    const outcome = classifyOutcome(failure ?? { refused: true });
+    const result = this.#scheduler.redispatch(t, outcome, this.#clock.now());
+    if (result !== "queued") {
+      if (this.#scheduler.waitingLanes.size > 0) this.#arm();
+      return Promise.resolve(result === "dispatched");
+    }
+    this.#arm();
+    return new Promise<boolean>((resolve, reject) => {
+      t.resolve = () => resolve(true);
+      t.reject = reject;
+    });
+  }
+
+  #settleWaiter(t: Ticket, error: unknown): void {
+    t.detach?.();
+    t.detach = null;
+    const { resolve, reject } = t;
+    t.resolve = t.reject = null;
+    if (error === undefined) {
+      if (grantChannel.hasSubscribers) grantChannel.publish(t);
+      resolve?.(t);
+    } else reject?.(error);
+  }
+
+  /** Keeps the one timer armed for the scheduler's next self-change. */
+  #arm(): void {
+    const now = this.#clock.now();
+    const at = this.#scheduler.nextWakeAt(now);
+    if (at === undefined || at >= this.#timerAt) return;
+    this.#cancelTimer?.();
+    this.#timerAt = at;
+    this.#cancelTimer = this.#clock.setTimer(at, () => {
+      this.#cancelTimer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      this.#scheduler.tick(this.#clock.now());
+      this.#arm();
+    });
+  }
+
+  #breakerOpen(lane: Lane<Ticket>, now: number): SluiceError {
+    let first: Pod | undefined;
+    for (const pod of lane.pods ?? []) {
+      if (first === undefined || (pod.breaker.reopensAt() ?? 0) < (first.breaker.reopensAt() ?? 0))
+        first = pod;
+    }
+    const retryMs = Math.max(1000, Math.ceil((first?.breaker.reopensAt() ?? now) - now));
+    return new BreakerOpenError(lane.name, first?.id ?? lane.name, retryMs);
+  }
+
+  /** Creates a lane from its options (or the defaults); returns null for a pass-through lane. */
+  #createLane(
+    name: string,
+    raw: GovernorOptions["lanes"] extends Record<string, infer L> | undefined ? L | undefined : never,
+    path: string,
+  ): Lane<Ticket> | null {
+    const groups = this.#options.groups ?? {};
+    const resolved: ResolvedLane = resolveLane(
+      raw,
+      raw === undefined ? (this.#options.defaults ?? {}) : {},
+      path,
+      groups,
+    );
+    if (resolved.limit === 0) {
+      this.#passThrough.set(name, passThroughLease(name));
+      return null;
+    }
+    const laneGroups = resolved.group === undefined ? [] : [this.#groups.get(resolved.group)!];
+    let pods: Pod[] | null = null;
+    if (resolved.pods !== undefined) {
+      pods = resolved.pods.map((p) => {
+        const pod = new Pod(
+          p.id,
+          p.maxInflight,
+          p.gpuGroup === undefined ? null : this.#groups.get(p.gpuGroup)!,
+          resolved.adaptive,
+          resolved.breaker,
+          this.#random,
+          (changed, tr) => this.#onBreaker(name, changed, tr),
+        );
+        this.#pods.set(p.id, pod);
+        return pod;
+      });
+    }
+    const lane = new Lane<Ticket>(
+      name,
+      {
+        limit: resolved.limit,
+        reserve: resolved.reserve,
+        queueLimit: resolved.queueLimit,
+        queueTimeoutMs: resolved.queueTimeoutMs,
+        agingMs: resolved.agingMs,
+        fallback: resolved.fallback,
+      },
+      laneGroups,
+      pods,
+    );
+    this.#lanes.set(name, lane);
+    return lane;
+  }
+
+  #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
+    if (this.#breakerChanges.size > 0)
+      this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
+  }
+}

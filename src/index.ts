@@ -1,0 +1,35 @@
+/**
+ * sluice's public surface. Everything a caller may import or catch is listed here by name
+ * (no `export *` of internals).
+ */
+
+export { currentPriority, withPriority } from "./context.js";
+export type { BreakerOptions } from "./core/breaker.js";
+export type { Clock } from "./core/clock.js";
+export {
+  BreakerOpenError,
+  ConfigError,
+  isBreakerOpenError,
+  isConfigError,
+  isKeyLimitError,
+  isQueueFullError,
+  isQueueTimeoutError,
+  isSluiceError,
+  KeyLimitError,
+  QueueFullError,
+  QueueTimeoutError,
+  SluiceError,
+  type SluiceErrorCode,
+  StoreUnavailableError,
+  TimeoutError,
+} from "./core/errors.js";
+export type { Event } from "./core/events.js";
+export type { Lease, Usage } from "./core/lease.js";
+export type { GovernorOptions, LaneOptions, PodOptions } from "./core/options.js";
+export type { FailureInput, Outcome } from "./core/outcome.js";
+export { classifyOutcome } from "./core/outcome.js";
+export type { Priority } from "./core/priority.js";
+export type { GrantEvent, RefusalEvent, ReleaseEvent, WidthEvent } from "./core/scheduler.js";
+export type { GroupSnapshot, KeySnapshot, LaneSnapshot, PodSnapshot, Snapshot } from "./core/snapshot.js";
+export { type AcquireOptions, type BreakerEvent, Governor } from "./governor.js";
+export type { CallContext, StreamOptions } from "./stream.js";
