@@ -83,7 +83,6 @@ export class Scheduler {
     if (lane.queue.size === 0 && lane.inflight < lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve)) {
       const pod = lane.pods === null ? null : lane.choosePod(nowMs);
       if ((lane.pods === null || pod !== null) && lane.groupsHaveRoom()) {
-        if (key !== null) key.queued++; // #grant moves it from queued to in flight
         this.#grant(lane, t, pod, nowMs);
         return "granted";
       }
@@ -157,10 +156,7 @@ export class Scheduler {
     t.grantedAt = nowMs;
     lane.inflight++;
     for (const g of lane.groups) g.take();
-    if (t.key !== null) {
-      t.key.queued--;
-      t.key.inflight++;
-    }
+    if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
     if (pod !== null) {
       pod.inflight++;
       pod.group?.take();
