@@ -1,0 +1,199 @@
+/**
+ * From the config as written (`RawConfig`, shape already checked) to {@link GatewayConfig}: defaults
+ * that depend on other keys, camelCase, and the checks that span keys (`checks.ts`). Every problem
+ * names the key to fix.
+ */
+import { availableParallelism } from "node:os";
+import {
+  Checker,
+  checkFallbacks,
+  checkKeys,
+  checkModelNames,
+  checkPodsAcrossModels,
+  checkRoutes,
+  refersToModel,
+  validName,
+} from "./checks.js";
+import { formatPath } from "./issues.js";
+import { DEFAULTS, type RawConfig, type RawModel } from "./raw.js";
+import type {
+  AccountConfig,
+  ConfigWarning,
+  GatewayConfig,
+  GpuGroupConfig,
+  ModelConfig,
+  PodConfig,
+  Validation,
+} from "./schema.js";
+import { nearestKey } from "./suggest.js";
+
+/** Resolves derived defaults and checks the keys against each other. */
+export function normalize(raw: RawConfig, onWarning: (w: ConfigWarning) => void = () => {}): Validation {
+  const c = new Checker(onWarning);
+  const { admission: a } = raw;
+  if (a.max_buffered_bytes < a.max_body_bytes) {
+    c.error(
+      ["admission", "max_buffered_bytes"],
+      `a size ≥ admission.max_body_bytes (${a.max_body_bytes} bytes)`,
+      a.max_buffered_bytes,
+      "one request of the largest allowed size must fit",
+    );
+  }
+  checkKeys(c, raw.auth.keys, ["auth", "keys"]);
+  checkKeys(c, raw.admin.keys, ["admin", "keys"]);
+
+  const models = raw.models.map((m, i) => model(c, m, i, raw));
+  const names = checkModelNames(c, raw.models);
+  checkFallbacks(c, raw.models, names);
+  checkPodsAcrossModels(c, models);
+  checkRoutes(c, raw.routes, names);
+  const gpuGroups = groups(c, raw, models);
+  const accounts = accountsOf(c, raw, names);
+  if (c.issues.length > 0) return { ok: false, issues: c.issues };
+
+  const config: GatewayConfig = {
+    listen: { ...raw.listen },
+    store: { ...raw.store },
+    fleet: {
+      leaseTtlMs: raw.fleet.lease_ttl_s,
+      onStoreError: raw.fleet.on_store_error,
+      expectedReplicas: raw.fleet.expected_replicas,
+    },
+    admission: {
+      mode: a.mode,
+      maxConcurrency: a.max_concurrency,
+      maxQueued: a.max_queued === 0 ? a.max_concurrency : a.max_queued,
+      queueTimeoutMs: a.queue_timeout_s,
+      maxBodyBytes: a.max_body_bytes,
+      maxBufferedBytes: a.max_buffered_bytes,
+      parsePermits: a.parse_permits === 0 ? availableParallelism() : a.parse_permits,
+      headerTimeoutMs: a.header_timeout_s,
+      bodyTimeoutMs: a.body_timeout_s,
+      agingMs: a.aging_s,
+    },
+    auth: {
+      open: raw.auth.open,
+      keys: raw.auth.keys.map((k) => ({
+        id: k.id,
+        sha256: k.sha256,
+        maxPriority: k.max_priority,
+        ...(k.max_inflight === undefined ? {} : { maxInflight: k.max_inflight }),
+      })),
+    },
+    admin: { keys: raw.admin.keys.map((k) => ({ id: k.id, sha256: k.sha256 })) },
+    models,
+    routes: raw.routes.map((r) => ({ match: r.match, model: r.model })),
+    gpuGroups,
+    accounts,
+    log: { level: raw.log.level },
+  };
+  return { ok: true, config };
+}
+
+// Pod max_inflight defaults to the model's limit; the model's limit defaults to the sum of what its
+// pods state (unstated pods count 32), or 32 when no pod states one.
+function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig {
+  const at = ["models", i];
+  const stated = m.pods.some((p) => p.max_inflight !== undefined);
+  const podDefault = m.max_concurrent_requests || DEFAULTS.maxInflight;
+  const pods: PodConfig[] = m.pods.map((p) => ({
+    url: p.url,
+    maxInflight: p.max_inflight ?? podDefault,
+    gpuGroup: p.gpu_group ?? m.gpu_group ?? new URL(p.url).hostname,
+    ...(p.metrics_url === undefined ? {} : { metricsUrl: p.metrics_url }),
+  }));
+  const podSum = pods.reduce((sum, p) => sum + p.maxInflight, 0);
+  const limit = m.max_concurrent_requests ?? (stated ? podSum : DEFAULTS.maxInflight);
+  // DESIGN §1.1: the reserve is clamped to limit − 1, so at least one slot serves every class.
+  const reserve = Math.min(m.reserve, Math.max(0, limit - 1));
+  if (reserve < m.reserve) {
+    c.warn({
+      path: formatPath([...at, "reserve"]),
+      message: `reserve ${m.reserve} clamped to ${reserve} (max_concurrent_requests ${limit} − 1)`,
+    });
+  }
+  const seen = new Map<string, number>();
+  m.pods.forEach((p, j) => {
+    const first = seen.get(p.url);
+    if (first !== undefined) {
+      c.error([...at, "pods", j, "url"], `a URL not already used by models[${i}].pods[${first}]`, p.url);
+    } else seen.set(p.url, j);
+  });
+  const b = m.breaker;
+  if (b.max_cooldown_s < b.base_cooldown_s) {
+    c.error(
+      [...at, "breaker", "max_cooldown_s"],
+      `a duration ≥ base_cooldown_s (${b.base_cooldown_s} ms)`,
+      b.max_cooldown_s / 1000,
+    );
+  }
+  return {
+    name: m.name,
+    maxConcurrentRequests: limit,
+    reserve,
+    // An unbounded lane (0) still queues for its pods: size the queue from them.
+    queueLimit: m.queue_limit ?? DEFAULTS.queueLimitFactor * (limit || podSum),
+    queueTimeoutMs: m.queue_timeout_s ?? raw.admission.queue_timeout_s,
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
+    ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
+    ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
+    mode: m.mode ?? raw.admission.mode,
+    ...(m.gpu_group === undefined ? {} : { gpuGroup: m.gpu_group }),
+    adaptive:
+      m.adaptive === false
+        ? false
+        : {
+            floor: m.adaptive.floor,
+            maxWaiting: m.adaptive.max_waiting,
+            metricsPollMs: m.adaptive.metrics_poll_s,
+          },
+    breaker: {
+      failThreshold: b.fail_threshold,
+      baseCooldownMs: b.base_cooldown_s,
+      maxCooldownMs: b.max_cooldown_s,
+      backoffFactor: b.backoff_factor,
+    },
+    pods,
+  };
+}
+
+function groups(c: Checker, raw: RawConfig, models: readonly ModelConfig[]): Record<string, GpuGroupConfig> {
+  const used = new Set(models.flatMap((m) => m.pods.map((p) => p.gpuGroup)));
+  const out: Record<string, GpuGroupConfig> = {};
+  for (const [group, g] of Object.entries(raw.gpu_groups)) {
+    if (!validName(c, ["gpu_groups", group], group, "a GPU group name")) continue;
+    out[group] = { maxInflight: g.max_inflight };
+    if (!used.has(group)) {
+      const near = nearestKey(group, [...used]);
+      c.warn({
+        path: formatPath(["gpu_groups", group]),
+        message: `no pod is in GPU group ${group}, so it bounds nothing${near ? ` (did you mean "${near}"?)` : ""}`,
+      });
+    }
+  }
+  return out;
+}
+
+function accountsOf(c: Checker, raw: RawConfig, names: Map<string, number>): Record<string, AccountConfig> {
+  const out: Record<string, AccountConfig> = {};
+  const accountOf = new Map<string, string>();
+  for (const [account, a] of Object.entries(raw.accounts)) {
+    if (!validName(c, ["accounts", account], account, "an account name")) continue;
+    a.models.forEach((name, j) => {
+      const at = ["accounts", account, "models", j];
+      if (!refersToModel(c, at, name, names)) return;
+      const other = accountOf.get(name);
+      // A call's path has one account; a model listed twice would have two.
+      if (other !== undefined) c.error(at, `a model not already in ${formatPath(["accounts", other])}`, name);
+      else accountOf.set(name, account);
+    });
+    out[account] = {
+      ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
+      ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
+      ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
+      models: [...a.models],
+    };
+  }
+  return out;
+}

@@ -1,0 +1,428 @@
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { describe, test } from "node:test";
+import { parse } from "yaml";
+import { ConfigError, isConfigError } from "../core/errors.js";
+import { ConfigErrors } from "./issues.js";
+import { type ConfigWarning, parseConfig } from "./schema.js";
+
+const FULL = parse(readFileSync(new URL("../../test/config/full.yaml", import.meta.url), "utf8"));
+const DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"; // sha256("test")
+
+/** The smallest valid config, with `extra` merged at the top and `model` into the one model. */
+function config(extra: Record<string, unknown> = {}, model: Record<string, unknown> = {}): unknown {
+  return { models: [{ name: "m", pods: [{ url: "http://10.0.0.1:8000" }], ...model }], ...extra };
+}
+
+function invalid(input: unknown): ConfigErrors {
+  try {
+    parseConfig(input);
+  } catch (e) {
+    assert.ok(e instanceof ConfigErrors, `expected ConfigErrors, got ${String(e)}`);
+    return e;
+  }
+  return assert.fail("expected the config to be refused");
+}
+
+describe("parseConfig", () => {
+  test("parses the DESIGN §3.4 example with units converted and defaults applied", () => {
+    const c = parseConfig(FULL);
+    assert.deepEqual(c.listen, { host: "127.0.0.1", port: 8080 });
+    assert.deepEqual(c.store, { kind: "memory" });
+    assert.deepEqual(c.fleet, { leaseTtlMs: 15_000, onStoreError: "local", expectedReplicas: 2 });
+    assert.deepEqual(c.admission, {
+      mode: "enforce",
+      maxConcurrency: 32,
+      maxQueued: 32,
+      queueTimeoutMs: 30_000,
+      maxBodyBytes: 20 * 2 ** 20,
+      maxBufferedBytes: 256 * 2 ** 20,
+      parsePermits: availableParallelism(),
+      headerTimeoutMs: 10_000,
+      bodyTimeoutMs: 30_000,
+      agingMs: 60_000,
+    });
+    assert.equal(c.auth.open, false);
+    assert.deepEqual(c.auth.keys, [
+      { id: "chat-ui", sha256: Buffer.from(DIGEST, "hex"), maxPriority: "interactive", maxInflight: 16 },
+    ]);
+    assert.deepEqual(c.models[0], {
+      name: "qwen3-27b",
+      maxConcurrentRequests: 32,
+      reserve: 1,
+      queueLimit: 128,
+      queueTimeoutMs: 30_000,
+      tpm: 400_000,
+      fallback: "qwen3-8b",
+      upstreamApiKeyEnv: "QWEN_API_KEY",
+      mode: "enforce",
+      adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
+      breaker: { failThreshold: 1, baseCooldownMs: 500, maxCooldownMs: 30_000, backoffFactor: 2 },
+      pods: [{ url: "http://10.0.0.5:8000", maxInflight: 64, gpuGroup: "gb10" }],
+    });
+    assert.deepEqual(c.models[1]?.pods, [
+      { url: "http://10.0.0.6:8000", maxInflight: 32, gpuGroup: "10.0.0.6" },
+    ]);
+    assert.deepEqual(c.routes, [{ match: "/ocr/", model: "ocr-pods" }]);
+    assert.deepEqual(c.gpuGroups, { gb10: { maxInflight: 40 } });
+    assert.deepEqual(c.accounts, {
+      "openai-prod": { maxInflight: 80, tpm: 2_000_000, rpm: 5000, models: ["gpt-x"] },
+    });
+    assert.deepEqual(c.log, { level: "info" });
+    assert.deepEqual(c.admin, { keys: [] });
+  });
+
+  test("fills every default for a config that names only a model and its pod", () => {
+    const c = parseConfig(config());
+    assert.deepEqual(c.models, [
+      {
+        name: "m",
+        maxConcurrentRequests: 32,
+        reserve: 1,
+        queueLimit: 128,
+        queueTimeoutMs: 30_000,
+        mode: "enforce",
+        adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
+        breaker: { failThreshold: 1, baseCooldownMs: 500, maxCooldownMs: 30_000, backoffFactor: 2 },
+        pods: [{ url: "http://10.0.0.1:8000", maxInflight: 32, gpuGroup: "10.0.0.1" }],
+      },
+    ]);
+    assert.deepEqual(c.routes, []);
+    assert.deepEqual(c.gpuGroups, {});
+    assert.deepEqual(c.accounts, {});
+  });
+
+  test("resolves max_queued 0 to max_concurrency and keeps an explicit value", () => {
+    assert.equal(parseConfig(config({ admission: { max_concurrency: 12 } })).admission.maxQueued, 12);
+    assert.equal(
+      parseConfig(config({ admission: { max_concurrency: 12, max_queued: 5 } })).admission.maxQueued,
+      5,
+    );
+  });
+
+  test("resolves parse_permits 0 to one per core", () => {
+    assert.equal(parseConfig(config()).admission.parsePermits, availableParallelism());
+    assert.equal(parseConfig(config({ admission: { parse_permits: 3 } })).admission.parsePermits, 3);
+  });
+
+  test("clamps reserve to max_concurrent_requests − 1 and reports it as a warning, not an error", () => {
+    const warnings: ConfigWarning[] = [];
+    const c = parseConfig(config({}, { max_concurrent_requests: 3, reserve: 5 }), undefined, {
+      onWarning: (w) => warnings.push(w),
+    });
+    assert.equal(c.models[0]?.reserve, 2);
+    assert.equal(warnings[0]?.path, "models[0].reserve");
+    assert.equal(parseConfig(config({}, { max_concurrent_requests: 1 })).models[0]?.reserve, 0);
+    assert.equal(parseConfig(config({}, { max_concurrent_requests: 0 })).models[0]?.reserve, 0);
+  });
+
+  test("defaults a pod's max_inflight to the model's limit and the limit to the sum its pods state", () => {
+    const pods = [{ url: "http://a:1" }, { url: "http://b:1" }];
+    assert.deepEqual(
+      parseConfig(config({}, { max_concurrent_requests: 6, pods })).models[0]?.pods.map((p) => p.maxInflight),
+      [6, 6],
+    );
+    const stated = [
+      { url: "http://a:1", max_inflight: 8 },
+      { url: "http://b:1", max_inflight: 4 },
+    ];
+    const m = parseConfig(config({}, { pods: stated })).models[0]!;
+    assert.equal(m.maxConcurrentRequests, 12);
+    assert.equal(m.queueLimit, 48);
+    assert.equal(parseConfig(config({}, { pods })).models[0]?.maxConcurrentRequests, 32);
+  });
+
+  test("defaults a pod's gpu_group to the model's, else the URL's hostname", () => {
+    const pods = [{ url: "http://gpu-1.internal:8000" }, { url: "http://gpu-2:8000", gpu_group: "rack" }];
+    assert.deepEqual(
+      parseConfig(config({}, { pods })).models[0]?.pods.map((p) => p.gpuGroup),
+      ["gpu-1.internal", "rack"],
+    );
+    assert.deepEqual(
+      parseConfig(config({}, { pods, gpu_group: "gb10" })).models[0]?.pods.map((p) => p.gpuGroup),
+      ["gb10", "rack"],
+    );
+  });
+
+  test("inherits the admission mode unless the model overrides it", () => {
+    const c = parseConfig(config({ admission: { mode: "shadow" } }));
+    assert.equal(c.models[0]?.mode, "shadow");
+    assert.equal(
+      parseConfig(config({ admission: { mode: "shadow" } }, { mode: "enforce" })).models[0]?.mode,
+      "enforce",
+    );
+  });
+
+  test("turns AIMD off with adaptive: false and on with defaults for true", () => {
+    assert.equal(parseConfig(config({}, { adaptive: false })).models[0]?.adaptive, false);
+    assert.deepEqual(parseConfig(config({}, { adaptive: true })).models[0]?.adaptive, {
+      floor: 4,
+      maxWaiting: 5,
+      metricsPollMs: 1000,
+    });
+  });
+
+  test("reads listen as host:port, [v6]:port or a bare port, and store as memory or a redis URL", () => {
+    assert.deepEqual(parseConfig(config({ listen: "0.0.0.0:9000" })).listen, { host: "0.0.0.0", port: 9000 });
+    assert.deepEqual(parseConfig(config({ listen: "[::1]:80" })).listen, { host: "::1", port: 80 });
+    assert.deepEqual(parseConfig(config({ listen: 8081 })).listen, { host: "127.0.0.1", port: 8081 });
+    assert.deepEqual(parseConfig(config({ store: "redis://r:6379/0" })).store, {
+      kind: "redis",
+      url: "redis://r:6379/0",
+    });
+  });
+
+  test("lowercases a sha256 digest and holds it as 32 bytes", () => {
+    const c = parseConfig(config({ admin: { keys: [{ id: "ops", sha256: DIGEST.toUpperCase() }] } }));
+    assert.equal(c.admin.keys[0]?.sha256.length, 32);
+    assert.equal(c.admin.keys[0]?.sha256.toString("hex"), DIGEST);
+  });
+
+  test("keeps only the name of the upstream key's environment variable, never its value", () => {
+    process.env.SLUICE_TEST_UPSTREAM_KEY = "sk-live-secret-value";
+    try {
+      const c = parseConfig(config({}, { upstream_api_key_env: "SLUICE_TEST_UPSTREAM_KEY" }));
+      assert.equal(c.models[0]?.upstreamApiKeyEnv, "SLUICE_TEST_UPSTREAM_KEY");
+      assert.ok(!JSON.stringify(c).includes("sk-live-secret-value"));
+    } finally {
+      delete process.env.SLUICE_TEST_UPSTREAM_KEY;
+    }
+  });
+});
+
+describe("parseConfig refusals", () => {
+  const cases: { name: string; input: unknown; path: string; expected: RegExp; received?: unknown }[] = [
+    {
+      name: "a negative max_concurrency",
+      input: config({ admission: { max_concurrency: -1 } }),
+      path: "admission.max_concurrency",
+      expected: /^an integer ≥ 1$/,
+      received: -1,
+    },
+    {
+      name: "a negative max_concurrent_requests",
+      input: config({}, { max_concurrent_requests: -1 }),
+      path: "models[0].max_concurrent_requests",
+      expected: /^an integer ≥ 0$/,
+      received: -1,
+    },
+    {
+      name: "a fraction where an integer is required",
+      input: config({}, { queue_limit: 2.5 }),
+      path: "models[0].queue_limit",
+      expected: /^an integer ≥ 0$/,
+      received: 2.5,
+    },
+    {
+      name: "a backoff_factor below 1",
+      input: config({}, { breaker: { backoff_factor: 0.5 } }),
+      path: "models[0].breaker.backoff_factor",
+      expected: /^a number ≥ 1$/,
+      received: 0.5,
+    },
+    {
+      name: "a fallback to an unknown model",
+      input: config({}, { fallback: "nope" }),
+      path: "models[0].fallback",
+      expected: /^the name of a model in models \(m\)$/,
+      received: "nope",
+    },
+    {
+      name: "a fallback to itself",
+      input: config({}, { fallback: "m" }),
+      path: "models[0].fallback",
+      expected: /another model/,
+    },
+    {
+      name: "a route to an unknown model",
+      input: config({ routes: [{ match: "/ocr/", model: "ocr" }] }),
+      path: "routes[0].model",
+      expected: /^the name of a model in models/,
+      received: "ocr",
+    },
+    {
+      name: "a route that would capture the gateway's own paths",
+      input: config({ routes: [{ match: "/", model: "m" }] }),
+      path: "routes[0].match",
+      expected: /does not capture the gateway's own paths/,
+    },
+    {
+      name: "a duplicated model name",
+      input: { models: [config(), config()].flatMap((c) => (c as { models: unknown[] }).models) },
+      path: "models[1].name",
+      expected: /^a name not already used by models\[0\]$/,
+      received: "m",
+    },
+    {
+      name: "a sha256 that is not 64 hex characters",
+      input: config({ auth: { keys: [{ id: "k", sha256: "abc" }] } }),
+      path: "auth.keys[0].sha256",
+      expected: /^a SHA-256 digest: 64 hex characters$/,
+      received: "abc",
+    },
+    {
+      name: "a pod URL that is not http(s)",
+      input: config({}, { pods: [{ url: "ftp://10.0.0.1" }] }),
+      path: "models[0].pods[0].url",
+      expected: /^an http\(s\) URL$/,
+      received: "ftp://10.0.0.1",
+    },
+    {
+      name: "a pod URL with credentials",
+      input: config({}, { pods: [{ url: "http://user:pw@10.0.0.1" }] }),
+      path: "models[0].pods[0].url",
+      expected: /without credentials/,
+    },
+    {
+      name: "a size in unknown units",
+      input: config({ admission: { max_body_bytes: "20 Mebibytes" } }),
+      path: "admission.max_body_bytes",
+      expected: /^a size such as 20MiB/,
+      received: "20 Mebibytes",
+    },
+    {
+      name: "a duration that is not one",
+      input: config({}, { queue_timeout_s: "soon" }),
+      path: "models[0].queue_timeout_s",
+      expected: /^a duration such as 30s/,
+      received: "soon",
+    },
+    {
+      name: "a zero timeout",
+      input: config({ admission: { queue_timeout_s: 0 } }),
+      path: "admission.queue_timeout_s",
+      expected: /^a duration > 0/,
+      received: 0,
+    },
+    {
+      name: "a mode outside the allowed set",
+      input: config({ admission: { mode: "strict" } }),
+      path: "admission.mode",
+      expected: /^one of enforce, shadow$/,
+    },
+    {
+      name: "a string where a number is required",
+      input: config({}, { tpm: "400k" }),
+      path: "models[0].tpm",
+      expected: /^a number > 0$/,
+    },
+    {
+      name: "an upstream key where its variable name belongs",
+      input: config({}, { upstream_api_key_env: "sk-abcdefghijklmnopqrstuvwxyz" }),
+      path: "models[0].upstream_api_key_env",
+      expected: /^an environment variable name matching/,
+    },
+    {
+      name: "a model without pods",
+      input: config({}, { pods: [] }),
+      path: "models[0].pods",
+      expected: /at least one pod/,
+    },
+    {
+      name: "a config without models",
+      input: {},
+      path: "models",
+      expected: /at least one model/,
+    },
+    {
+      name: "a config that is not a mapping",
+      input: ["listen"],
+      path: "(root)",
+      expected: /^a mapping with listen/,
+    },
+    {
+      name: "an account naming an unknown model",
+      input: config({ accounts: { "openai-prod": { models: ["gpt-x"] } } }),
+      path: "accounts.openai-prod.models[0]",
+      expected: /^the name of a model/,
+      received: "gpt-x",
+    },
+    {
+      name: "a max_cooldown_s below base_cooldown_s",
+      input: config({}, { breaker: { base_cooldown_s: 5, max_cooldown_s: 1 } }),
+      path: "models[0].breaker.max_cooldown_s",
+      expected: /^a duration ≥ base_cooldown_s \(5000 ms\)$/,
+    },
+    {
+      name: "max_buffered_bytes smaller than max_body_bytes",
+      input: config({ admission: { max_body_bytes: "2MiB", max_buffered_bytes: "1MiB" } }),
+      path: "admission.max_buffered_bytes",
+      expected: /^a size ≥ admission.max_body_bytes/,
+    },
+  ];
+
+  for (const c of cases) {
+    test(`refuses ${c.name}, naming ${c.path}`, () => {
+      const e = invalid(c.input);
+      assert.equal(e.path, c.path);
+      assert.match(e.expected, c.expected);
+      if ("received" in c) assert.deepEqual(e.received, c.received);
+      assert.ok(e.message.startsWith(`${c.path}: `), e.message);
+    });
+  }
+
+  test("reports an unknown key with the nearest known key", () => {
+    const e = invalid(config({}, { max_concurent_requests: 3 }));
+    assert.equal(e.path, "models[0].max_concurent_requests");
+    assert.equal(
+      e.message,
+      'models[0].max_concurent_requests: unknown key (did you mean "max_concurrent_requests"?)',
+    );
+    assert.equal(e.received, "max_concurent_requests");
+    assert.equal(e.hint, 'did you mean "max_concurrent_requests"?');
+  });
+
+  test("suggests the snake_case key for a camelCase one", () => {
+    const e = invalid(config({ admission: { maxConcurrency: 3 } }));
+    assert.equal(e.hint, 'did you mean "max_concurrency"?');
+  });
+
+  test("lists the known keys when no key is close", () => {
+    const e = invalid(config({ fleet: { replicas_wanted: 3 } }));
+    assert.equal(e.hint, "known keys: lease_ttl_s, on_store_error, expected_replicas");
+  });
+
+  test("answers a plaintext client key by asking for its SHA-256 digest", () => {
+    const e = invalid(config({ auth: { keys: [{ id: "k", key: "sk-123", sha256: DIGEST }] } }));
+    assert.equal(e.path, "auth.keys[0].key");
+    assert.match(e.hint ?? "", /never holds a plaintext key/);
+  });
+
+  test("refuses a fallback chain that loops", () => {
+    const pods = [{ url: "http://x:1" }];
+    const e = invalid({
+      models: [
+        { name: "a", fallback: "b", pods },
+        { name: "b", fallback: "a", pods },
+      ],
+    });
+    assert.equal(e.path, "models[0].fallback");
+    assert.match(e.hint ?? "", /a → b → a/);
+  });
+
+  test("collects every problem and throws a ConfigError for the first", () => {
+    const e = invalid(config({ admission: { max_concurrency: 0, aging_s: -1 } }, { reserve: "one" }));
+    assert.ok(e instanceof ConfigError);
+    assert.ok(isConfigError(e));
+    assert.deepEqual(
+      e.issues.map((i) => i.path),
+      ["admission.max_concurrency", "admission.aging_s", "models[0].reserve"],
+    );
+    assert.equal(e.path, e.issues[0]?.path);
+    assert.match(e.message, /3 problems/);
+  });
+
+  test("names the source in every message when given one", () => {
+    try {
+      parseConfig(config({}, { reserve: -1 }), "sluice.json");
+      assert.fail("expected a refusal");
+    } catch (e) {
+      assert.ok(e instanceof ConfigErrors);
+      assert.match(
+        e.message,
+        /^models\[0\]\.reserve: expected an integer ≥ 0, got -1 \(number\) \(at sluice\.json\)$/,
+      );
+    }
+  });
+});
