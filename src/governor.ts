@@ -47,6 +47,8 @@ export interface AcquireOptions {
   arrivedAt?: number;
   /** When every pod of the lane is tripped, reject with `BreakerOpenError` instead of waiting. */
   failFast?: boolean;
+  /** `false`: take a slot only if one is free now, else reject with `QueueFullError` (reason `no_wait`). **Default:** true. */
+  wait?: boolean;
 }
 
 /** Payload of `onBreakerChange`. */
@@ -150,7 +152,7 @@ export class Governor implements TicketOwner {
     const t = new Ticket(this, laneState, rank as Rank, options.arrivedAt ?? now, key, options.tokens ?? 0);
     let admitted: "granted" | "queued";
     try {
-      admitted = this.#scheduler.admit(t, now);
+      admitted = options.wait === false ? this.#scheduler.admitNow(t, now) : this.#scheduler.admit(t, now);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -171,6 +173,31 @@ export class Governor implements TicketOwner {
     }
     this.#arm();
     return promise;
+  }
+
+  /**
+   * The refusal an arrival would get right now, without queueing it: checked before a request
+   * body is read (DESIGN §3.1 step 2). Undefined when it would be admitted or queued.
+   */
+  check(lane: string, options: { priority?: Priority; key?: string } = {}): SluiceError | undefined {
+    const laneState = this.#lanes.get(lane);
+    if (laneState === undefined) return undefined;
+    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
+    let rank = rankOf(options.priority ?? "default") ?? 1;
+    if (key !== null && rank < key.maxRank) rank = key.maxRank;
+    return this.#scheduler.precheck(laneState, rank as Rank, key) ?? undefined;
+  }
+
+  /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
+  laneStatus(lane: string): { inflight: number; queued: number; queueLimit: number; width: number } | undefined {
+    const l = this.#lanes.get(lane);
+    if (l === undefined) return undefined;
+    return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
+  }
+
+  /** Whether `lane` is configured (or was created from the defaults). */
+  hasLane(lane: string): boolean {
+    return this.#lanes.has(lane) || this.#passThrough.has(lane);
   }
 
   /** Runs `fn` holding a slot; success or failure feeds the pod, and the slot is always released. */
@@ -313,7 +340,7 @@ export class Governor implements TicketOwner {
       this.#passThrough.set(name, passThroughLease(name));
       return null;
     }
-    const laneGroups = resolved.group === undefined ? [] : [this.#groups.get(resolved.group)!];
+    const laneGroups = resolved.groups.map((g) => this.#groups.get(g)!);
     let pods: Pod[] | null = null;
     if (resolved.pods !== undefined) {
       pods = resolved.pods.map((p) => {

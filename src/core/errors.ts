@@ -52,7 +52,7 @@ export class QueueFullError extends SluiceError {
     readonly width: number,
     readonly retryAfterMs: number,
     /** Why: `full` (queue at its limit), `shed` (pushed out by a higher class), `expected_wait`. */
-    readonly reason: "full" | "shed" | "expected_wait" = "full",
+    readonly reason: "full" | "shed" | "expected_wait" | "no_wait" = "full",
   ) {
     super(
       `lane ${lane} is full (${inflight}/${width} in flight, ${queued}/${queueLimit} queued` +

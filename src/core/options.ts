@@ -30,8 +30,8 @@ export interface LaneOptions {
   queueTimeoutMs?: number;
   /** A waiter's class rises one step per this long waited. **Default:** 60 000 ms. */
   agingMs?: number;
-  /** Shared budget (a key of `groups`) this lane's calls also count against. */
-  group?: string;
+  /** Shared budget(s) (keys of `groups`) this lane's calls also count against. */
+  group?: string | readonly string[];
   /** Endpoints serving the lane; the grant picks one (`lease.pod`). */
   pods?: PodOptions[];
   /** Adaptive pod width (AIMD); `false` keeps every pod at its ceiling. **Default:** `{ floor: 4 }`. */
@@ -65,7 +65,7 @@ export interface ResolvedLane {
   queueLimit: number;
   queueTimeoutMs: number;
   agingMs: number;
-  group: string | undefined;
+  groups: string[];
   pods: PodOptions[] | undefined;
   adaptive: { floor: number } | false;
   breaker: Required<BreakerOptions>;
@@ -148,13 +148,11 @@ export function resolveLane(
   );
   const agingMs = o.agingMs ?? 60_000;
   check(isNum(agingMs, 0) && agingMs > 0, `${path}.agingMs`, "a number of ms > 0", agingMs);
-  if (o.group !== undefined)
-    check(
-      o.group in groups,
-      `${path}.group`,
-      `one of the groups (${Object.keys(groups).join(", ") || "none configured"})`,
-      o.group,
-    );
+  const laneGroups = o.group === undefined ? [] : typeof o.group === "string" ? [o.group] : [...o.group];
+  for (const g of laneGroups) {
+    const known = Object.keys(groups).join(", ") || "none configured";
+    check(typeof g === "string" && g in groups, `${path}.group`, `one of the groups (${known})`, g);
+  }
   let adaptive: { floor: number } | false = { floor: 4 };
   if (o.adaptive === false) adaptive = false;
   else if (o.adaptive !== undefined) {
@@ -201,7 +199,7 @@ export function resolveLane(
     queueLimit,
     queueTimeoutMs,
     agingMs,
-    group: o.group,
+    groups: laneGroups,
     pods,
     adaptive,
     breaker,

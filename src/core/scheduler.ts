@@ -80,16 +80,47 @@ export class Scheduler {
     const key = t.key;
     if (key !== null && key.full) throw this.#refuse(lane, keyLimit(key, lane));
     t.enqueuedAt = nowMs;
-    if (lane.queue.size === 0 && lane.inflight < lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve)) {
-      const pod = lane.pods === null ? null : lane.choosePod(nowMs);
-      if ((lane.pods === null || pod !== null) && lane.groupsHaveRoom()) {
-        this.#grant(lane, t, pod, nowMs);
-        return "granted";
-      }
-    }
+    if (this.#grantNow(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
     this.pass(nowMs);
     return (t.state as string) === "granted" ? "granted" : "queued";
+  }
+
+  /** Grants `t` at once when nobody waits in its lane and its whole path has room. */
+  #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
+    if (lane.queue.size > 0 || lane.inflight >= lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve)) return false;
+    const pod = lane.pods === null ? null : lane.choosePod(nowMs);
+    if ((lane.pods !== null && pod === null) || !lane.groupsHaveRoom()) return false;
+    this.#grant(lane, t, pod, nowMs);
+    return true;
+  }
+
+  /** Grants `t` only if its whole path has room now; never queues (shadow mode, `wait: false`). */
+  admitNow(t: Ticket, nowMs: number): "granted" {
+    const lane = t.laneRef;
+    if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
+    t.enqueuedAt = nowMs;
+    if (this.#grantNow(lane, t, nowMs)) return "granted";
+    throw this.#queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
+  }
+
+  /**
+   * Would a call of class `rank` for `key` be refused on arrival right now? Used before reading a
+   * request body (DESIGN §3.1 step 2), so a refused upload is never read. Queues nothing.
+   */
+  precheck(lane: Lane<Ticket>, rank: Rank, key: KeyBudget | null): SluiceError | null {
+    if (key?.full) return this.#refuse(lane, keyLimit(key, lane));
+    const queue = lane.queue;
+    if (queue.size === 0 && lane.inflight < lane.limit - (rank === 0 ? 0 : lane.settings.reserve)) return null;
+    const position = queue.positionForArrival(rank);
+    if (lane.hold.samples >= 5) {
+      const expected = expectedWaitMs(position, lane.width, lane.hold);
+      if (expected !== undefined && expected > lane.settings.queueTimeoutMs)
+        return this.#refuse(lane, this.#queueFull(lane, position, "expected_wait"));
+    }
+    if (queue.size >= lane.settings.queueLimit && queue.newestBelow(rank) === null)
+      return this.#refuse(lane, this.#queueFull(lane, position, "full"));
+    return null;
   }
 
   #enqueue(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
