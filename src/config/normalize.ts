@@ -112,6 +112,13 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
       message: `reserve ${m.reserve} clamped to ${reserve} (max_concurrent_requests ${limit} − 1)`,
     });
   }
+  const smallest = Math.min(...pods.map((p) => p.maxInflight));
+  if (m.adaptive !== false && m.adaptive.floor > smallest) {
+    c.warn({
+      path: formatPath([...at, "adaptive", "floor"]),
+      message: `floor ${m.adaptive.floor} is above a pod's max_inflight (${smallest}); that pod's width stays at its max_inflight`,
+    });
+  }
   const seen = new Map<string, number>();
   m.pods.forEach((p, j) => {
     const first = seen.get(p.url);

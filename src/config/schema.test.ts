@@ -117,6 +117,34 @@ describe("parseConfig", () => {
     assert.equal(parseConfig(config({}, { max_concurrent_requests: 0 })).models[0]?.reserve, 0);
   });
 
+  test("warns about a GPU group no pod belongs to, suggesting a close pod group", () => {
+    const warnings: ConfigWarning[] = [];
+    parseConfig(
+      config(
+        { gpu_groups: { "gb-10": { max_inflight: 4 } } },
+        { pods: [{ url: "http://x:1", gpu_group: "gb10" }] },
+      ),
+      undefined,
+      { onWarning: (w) => warnings.push(w) },
+    );
+    assert.deepEqual(
+      warnings.map((w) => w.path),
+      ["gpu_groups.gb-10"],
+    );
+    assert.match(warnings[0]?.message ?? "", /did you mean "gb10"/);
+  });
+
+  test("warns when the adaptive floor is above a pod's max_inflight", () => {
+    const warnings: ConfigWarning[] = [];
+    parseConfig(config({}, { pods: [{ url: "http://x:1", max_inflight: 2 }] }), undefined, {
+      onWarning: (w) => warnings.push(w),
+    });
+    assert.deepEqual(
+      warnings.map((w) => w.path),
+      ["models[0].adaptive.floor"],
+    );
+  });
+
   test("defaults a pod's max_inflight to the model's limit and the limit to the sum its pods state", () => {
     const pods = [{ url: "http://a:1" }, { url: "http://b:1" }];
     assert.deepEqual(
