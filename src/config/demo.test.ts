@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { ConfigError } from "../core/errors.js";
 import { DEMO_CONFIG_YAML, demoConfig } from "./demo.js";
@@ -47,5 +48,13 @@ describe("demoConfig", () => {
 
   test("ships YAML that validates on its own", () => {
     assert.equal(loadConfigText(DEMO_CONFIG_YAML, "demo").models.length, 3);
+  });
+
+  test("is shown verbatim in docs/config.md", () => {
+    const doc = readFileSync(new URL("../../docs/config.md", import.meta.url), "utf8");
+    assert.ok(
+      doc.includes(`\`\`\`yaml\n${DEMO_CONFIG_YAML}\`\`\``),
+      "docs/config.md shows an outdated demo config",
+    );
   });
 });
