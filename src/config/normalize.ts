@@ -99,7 +99,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
   const pods: PodConfig[] = m.pods.map((p) => ({
     url: p.url,
     maxInflight: p.max_inflight ?? podDefault,
-    gpuGroup: p.gpu_group ?? m.gpu_group ?? new URL(p.url).hostname,
+    gpuGroup: p.gpu_group ?? new URL(p.url).hostname,
     ...(p.metrics_url === undefined ? {} : { metricsUrl: p.metrics_url }),
   }));
   const podSum = pods.reduce((sum, p) => sum + p.maxInflight, 0);
@@ -118,6 +118,19 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
       path: formatPath([...at, "adaptive", "floor"]),
       message: `floor ${m.adaptive.floor} is above a pod's max_inflight (${smallest}); that pod's width stays at its max_inflight`,
     });
+  }
+  // The scheduler takes a slot in the lane's groups and in the pod's group: one group at both
+  // levels would charge each call twice.
+  if (m.gpu_group !== undefined && Object.hasOwn(raw.gpu_groups, m.gpu_group)) {
+    const j = pods.findIndex((p) => p.gpuGroup === m.gpu_group);
+    if (j >= 0) {
+      c.error(
+        [...at, "gpu_group"],
+        `a group none of this model's pods is in (models[${i}].pods[${j}] is in ${m.gpu_group})`,
+        m.gpu_group,
+        "a call would take two slots of the same group; tag the pods or the model, not both",
+      );
+    }
   }
   const seen = new Map<string, number>();
   m.pods.forEach((p, j) => {
@@ -166,7 +179,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
 }
 
 function groups(c: Checker, raw: RawConfig, models: readonly ModelConfig[]): Record<string, GpuGroupConfig> {
-  const used = new Set(models.flatMap((m) => m.pods.map((p) => p.gpuGroup)));
+  const used = new Set(models.flatMap((m) => [...m.pods.map((p) => p.gpuGroup), m.gpuGroup ?? ""]));
   const out: Record<string, GpuGroupConfig> = {};
   for (const [group, g] of Object.entries(raw.gpu_groups)) {
     if (!validName(c, ["gpu_groups", group], group, "a GPU group name")) continue;
@@ -175,7 +188,7 @@ function groups(c: Checker, raw: RawConfig, models: readonly ModelConfig[]): Rec
       const near = nearestKey(group, [...used]);
       c.warn({
         path: formatPath(["gpu_groups", group]),
-        message: `no pod is in GPU group ${group}, so it bounds nothing${near ? ` (did you mean "${near}"?)` : ""}`,
+        message: `no model or pod is in GPU group ${group}, so it bounds nothing${near ? ` (did you mean "${near}"?)` : ""}`,
       });
     }
   }

@@ -161,15 +161,17 @@ describe("parseConfig", () => {
     assert.equal(parseConfig(config({}, { pods })).models[0]?.maxConcurrentRequests, 32);
   });
 
-  test("defaults a pod's gpu_group to the model's, else the URL's hostname", () => {
+  test("defaults a pod's gpu_group to the URL's hostname", () => {
     const pods = [{ url: "http://gpu-1.internal:8000" }, { url: "http://gpu-2:8000", gpu_group: "rack" }];
     assert.deepEqual(
       parseConfig(config({}, { pods })).models[0]?.pods.map((p) => p.gpuGroup),
       ["gpu-1.internal", "rack"],
     );
+    const lane = parseConfig(config({}, { pods, gpu_group: "gb10" })).models[0]!;
+    assert.equal(lane.gpuGroup, "gb10");
     assert.deepEqual(
-      parseConfig(config({}, { pods, gpu_group: "gb10" })).models[0]?.pods.map((p) => p.gpuGroup),
-      ["gb10", "rack"],
+      lane.pods.map((p) => p.gpuGroup),
+      ["gpu-1.internal", "rack"],
     );
   });
 
@@ -358,6 +360,15 @@ describe("parseConfig refusals", () => {
       input: ["listen"],
       path: "(root)",
       expected: /^a mapping with listen/,
+    },
+    {
+      name: "a model in the same bounded GPU group as one of its pods",
+      input: config(
+        { gpu_groups: { gb10: { max_inflight: 8 } } },
+        { gpu_group: "gb10", pods: [{ url: "http://x:1", gpu_group: "gb10" }] },
+      ),
+      path: "models[0].gpu_group",
+      expected: /^a group none of this model's pods is in/,
     },
     {
       name: "an account naming an unknown model",

@@ -87,7 +87,7 @@ export interface AdminKeyConfig {
 export interface ModelConfig {
   /** As clients ask for it (`model` in the body or `X-Sluice-Model`). */
   readonly name: string;
-  /** The lane limit; 0 = no lane bound (pods, groups and accounts still bound it). */
+  /** The lane limit; 0 = no lane bound (the Governor's pass-through lane). */
   readonly maxConcurrentRequests: number;
   /** Clamped to `maxConcurrentRequests − 1` (0 when that is negative). */
   readonly reserve: number;
@@ -101,7 +101,10 @@ export interface ModelConfig {
   readonly upstreamApiKeyEnv?: string;
   /** Resolved: the model's own `mode`, else `admission.mode`. */
   readonly mode: AdmissionMode;
-  /** As written; already applied as the default `gpuGroup` of this model's pods. */
+  /**
+   * Lane-level group: every call of this model also takes a slot in it (the Governor's lane
+   * `group`), whichever pod serves it. Never equal to one of its pods' bounded `gpuGroup`.
+   */
   readonly gpuGroup?: string;
   readonly adaptive: AdaptiveConfig | false;
   readonly breaker: BreakerConfig;
@@ -130,7 +133,7 @@ export interface PodConfig {
   /** Normalized (`http://10.0.0.5:8000`, no bare trailing slash); the pod's id. */
   readonly url: string;
   readonly maxInflight: number;
-  /** Resolved: the pod's `gpu_group`, else the model's, else the URL's hostname. */
+  /** Resolved: the pod's `gpu_group`, else the URL's hostname. Bounded only if listed in `gpuGroups`. */
   readonly gpuGroup: string;
   readonly metricsUrl?: string;
 }
