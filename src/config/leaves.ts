@@ -28,10 +28,9 @@ function run<T>(check: Check<T>, value: unknown, ctx: z.core.$RefinementCtx): T 
   try {
     return check(value);
   } catch (e) {
-    let params: LeafParams;
-    if (e instanceof Bad) params = e.hint === undefined ? { expected: e.expected } : { ...e };
-    else if (isConfigError(e)) params = e.hint === undefined ? { expected: e.expected } : { ...e };
-    else throw e;
+    if (!(e instanceof Bad) && !isConfigError(e)) throw e;
+    const params: LeafParams =
+      e.hint === undefined ? { expected: e.expected } : { expected: e.expected, hint: e.hint };
     ctx.issues.push({ code: "custom", input: value, message: params.expected, params });
     return z.NEVER;
   }
