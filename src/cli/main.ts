@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+/**
+ * `sluice` command line: parses the subcommand and hands the rest of argv to its module. Each
+ * subcommand lives in its own thin file and is loaded only when asked for.
+ */
+type Command = { summary: string; load: () => Promise<{ main(argv: string[]): Promise<number> }> };
+
+const commands: Record<string, Command> = {
+  serve: { summary: "run the gateway (--config FILE | --demo)", load: () => import("./serve.js") },
+  sim: { summary: "run simulated model servers (--fleet demo | --port P)", load: () => import("./sim.js") },
+  // status: { summary: "print a gateway's lane snapshot as a table", load: () => import("./status.js") },
+};
+
+function usage(): string {
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  return `usage: sluice <command> [options]\n\ncommands:\n${rows.join("\n")}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+    process.stdout.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const command = commands[name];
+  if (command === undefined) {
+    process.stderr.write(`sluice: unknown command "${name}"\n\n${usage()}`);
+    return 2;
+  }
+  const module = await command.load();
+  return module.main(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`sluice: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

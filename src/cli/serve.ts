@@ -1,0 +1,116 @@
+/**
+ * `sluice serve`: flags and config → a running gateway (thin; the work is in src/gateway).
+ *
+ *   sluice serve --config FILE     (or SLUICE_CONFIG)
+ *   sluice serve --demo            the built-in simulated fleet behind the embedded demo config
+ *
+ * SIGTERM/SIGINT drain: stop admitting (503 `draining`), finish what is in flight, exit 0.
+ */
+import { parseArgs } from "node:util";
+import { demoConfig } from "../config/demo.js";
+import { loadConfigFile, resolveConfigPath } from "../config/load.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { isSluiceError } from "../core/errors.js";
+import { Gateway } from "../gateway/gateway.js";
+import { demoFleet } from "../sim/fleet.js";
+
+const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H]
+
+  --config FILE   gateway config (YAML); default: $SLUICE_CONFIG
+  --demo          start the simulated demo fleet and serve it (no setup needed)
+  --port N        override listen port
+  --host H        override listen address
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  let args: ReturnType<typeof parse>;
+  try {
+    args = parse(argv);
+  } catch (error) {
+    process.stderr.write(`sluice serve: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args.values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  let config: GatewayConfig;
+  let closeFleet: (() => Promise<void>) | undefined;
+  try {
+    if (args.values.demo) {
+      const fleet = await demoFleet();
+      closeFleet = fleet.close;
+      config = demoConfig({
+        chat: fleet.urls["demo-chat"] ?? [],
+        embed: fleet.urls["demo-embed"] ?? [],
+        ocr: fleet.urls["demo-ocr"] ?? [],
+      });
+    } else {
+      const path = resolveConfigPath(args.values.config);
+      if (path === undefined) {
+        process.stderr.write(
+          `sluice serve: no config (pass --config FILE, set SLUICE_CONFIG, or use --demo)\n\n${USAGE}`,
+        );
+        return 2;
+      }
+      config = await loadConfigFile(path);
+    }
+  } catch (error) {
+    await closeFleet?.();
+    if (isSluiceError(error)) {
+      process.stderr.write(`sluice serve: invalid config\n${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const port = args.values.port === undefined ? config.listen.port : Number(args.values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    process.stderr.write(`sluice serve: --port must be 0–65535, got "${args.values.port}"\n`);
+    await closeFleet?.();
+    return 2;
+  }
+  const gateway = new Gateway({ config });
+  const url = await gateway.listen(port, args.values.host ?? config.listen.host);
+  const lines = [
+    `sluice gateway listening on ${url}`,
+    `  models:    ${config.models.map((m) => m.name).join(", ")}`,
+    `  metrics:   ${url}/metrics`,
+    `  telemetry: ${url}/api/telemetry/lanes  (stream: ${url}/api/telemetry/stream)`,
+  ];
+  if (args.values.demo) {
+    lines.push(
+      `  try:       curl -s ${url}/v1/chat/completions -H 'content-type: application/json' \\`,
+      `               -d '{"model":"demo-chat","messages":[{"role":"user","content":"hi"}]}'`,
+    );
+  }
+  process.stderr.write(`${lines.join("\n")}\n`);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stderr.write(`sluice: ${signal}: draining\n`);
+      void gateway
+        .drain()
+        .then(() => closeFleet?.())
+        .then(() => resolve(0));
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      config: { type: "string" },
+      demo: { type: "boolean" },
+      port: { type: "string" },
+      host: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+}

@@ -1,0 +1,68 @@
+/**
+ * Answers to bad input (DESIGN §3.2 last row): a defined status, an OpenAI-shaped body whose
+ * message names what was wrong and where (header, field), and nothing counted or forwarded.
+ */
+import type { ServerResponse } from "node:http";
+
+export type BadInputCode =
+  | "bad_request"
+  | "unauthorized"
+  | "forbidden"
+  | "unknown_model"
+  | "not_found"
+  | "body_too_large"
+  | "unsupported_media_type"
+  | "method_not_allowed"
+  | "draining";
+
+/** A request sluice will not carry, with the status and the place that was wrong. */
+export class HttpError extends Error {
+  override readonly name = "HttpError";
+
+  constructor(
+    readonly status: number,
+    readonly code: BadInputCode,
+    message: string,
+    /** The header or body field at fault, e.g. `body.model` or `header:content-type`. */
+    readonly param?: string,
+  ) {
+    super(message);
+  }
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  401: "authentication_error",
+  403: "permission_error",
+  404: "invalid_request_error",
+  503: "sluice_unavailable",
+};
+
+/** Writes `error` as JSON; `close` also asks the client to drop the connection. */
+export function sendHttpError(res: ServerResponse, error: HttpError, requestId: string, close = false): void {
+  const body = JSON.stringify({
+    error: {
+      type: TYPE_BY_STATUS[error.status] ?? "invalid_request_error",
+      code: error.code,
+      message: error.message,
+      param: error.param ?? null,
+    },
+  });
+  const headers: Record<string, string | number> = {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "x-sluice-request-id": requestId,
+    "x-sluice-reason": error.code,
+  };
+  if (error.status === 401) headers["www-authenticate"] = 'Bearer realm="sluice"';
+  if (error.status === 503) headers["retry-after"] = "1";
+  if (close) headers.connection = "close";
+  res.writeHead(error.status, headers);
+  res.end(body);
+}
+
+/** Writes a JSON document with status 200 (admin routes). */
+export function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}

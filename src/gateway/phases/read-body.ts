@@ -1,0 +1,84 @@
+/**
+ * Phase 3 (DESIGN §3.1): read the body within `max_body_bytes` for this request and
+ * `max_buffered_bytes` for all requests together (413 past either). A declared
+ * `Content-Length` over the bound is refused before one byte is read. Slow senders are bounded
+ * by the server's request timeout (slowloris), not here.
+ */
+import type { IncomingMessage } from "node:http";
+import { HttpError } from "../http-error.js";
+
+/** The gateway-wide count of buffered body bytes. */
+export class BufferBudget {
+  used = 0;
+
+  constructor(readonly limit: number) {}
+}
+
+/** Refuses before reading when the declared length is already too large. */
+export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number): void {
+  const declared = req.headers["content-length"];
+  if (declared === undefined) return;
+  const n = Number(declared);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new HttpError(
+      400,
+      "bad_request",
+      `Content-Length must be a whole number of bytes, got "${declared}"`,
+      "header:content-length",
+    );
+  }
+  if (n > maxBodyBytes) {
+    throw new HttpError(
+      413,
+      "body_too_large",
+      `the body is ${n} bytes; this gateway accepts at most ${maxBodyBytes}`,
+      "header:content-length",
+    );
+  }
+}
+
+/**
+ * Reads the whole body; charges its bytes to `budget` as they arrive (the caller gives them back
+ * with `budget.used -= body.length` when the request ends, or on failure via the returned count).
+ */
+export function readBody(req: IncomingMessage, maxBodyBytes: number, budget: BufferBudget): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (error: Error) => {
+      budget.used -= size;
+      size = 0;
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onAborted);
+      req.resume(); // discard the rest so the refusal can still be read by the client
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      budget.used += chunk.length;
+      if (size > maxBodyBytes) {
+        return fail(new HttpError(413, "body_too_large", `the body exceeds ${maxBodyBytes} bytes`, "body"));
+      }
+      if (budget.used > budget.limit) {
+        return fail(
+          new HttpError(
+            413,
+            "body_too_large",
+            `the gateway is buffering its maximum of ${budget.limit} bytes of request bodies; retry shortly`,
+            "body",
+          ),
+        );
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    const onError = (error: Error) => fail(error);
+    const onAborted = () => fail(new Error("client aborted the upload"));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("aborted", onAborted);
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * sluice's capacity refusals on the wire (DESIGN §3.2): the status and `code` from the error
+ * class, an OpenAI-shaped body every SDK surfaces, and the numbers a client needs to size its
+ * window, as headers and as body fields (STYLE G6).
+ */
+import type { ServerResponse } from "node:http";
+import {
+  BreakerOpenError,
+  KeyLimitError,
+  QueueFullError,
+  QueueTimeoutError,
+  type SluiceError,
+} from "../core/errors.js";
+import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+
+/** The lane's numbers at the moment of the refusal. */
+export interface LaneNumbers {
+  lane: string;
+  inflight: number;
+  queued: number;
+  queueLimit: number;
+  width: number;
+}
+
+/** Retry-After in ms carried by the error (every capacity error has one), at least 1 s. */
+export function retryAfterOf(error: SluiceError): number {
+  const ms =
+    error instanceof QueueFullError ||
+    error instanceof KeyLimitError ||
+    error instanceof QueueTimeoutError ||
+    error instanceof BreakerOpenError
+      ? error.retryAfterMs
+      : MIN_RETRY_AFTER_MS;
+  return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(ms));
+}
+
+/** Numbers for the headers: the error's own when it has them, else the lane's. */
+function numbersOf(error: SluiceError, lane: LaneNumbers | undefined): LaneNumbers {
+  if (error instanceof QueueFullError) {
+    return {
+      lane: error.lane,
+      inflight: error.inflight,
+      queued: error.queued,
+      queueLimit: error.queueLimit,
+      width: error.width,
+    };
+  }
+  return lane ?? { lane: "", inflight: 0, queued: 0, queueLimit: 0, width: 0 };
+}
+
+/**
+ * Sends the refusal. `close` adds `Connection: close` (pre-body refusals: the unread upload must
+ * not be parsed as the next request). `priority` is the class the request was judged as.
+ */
+export function sendRefusal(
+  res: ServerResponse,
+  error: SluiceError,
+  lane: LaneNumbers | undefined,
+  requestId: string,
+  close: boolean,
+  priority?: string,
+): void {
+  const n = numbersOf(error, lane);
+  const retryMs = retryAfterOf(error);
+  const body = JSON.stringify({
+    error: {
+      type: "sluice_capacity",
+      code: error.code,
+      message: error.message,
+      lane: n.lane,
+      inflight: n.inflight,
+      queued: n.queued,
+      queue_limit: n.queueLimit,
+      width: n.width,
+      retry_after_ms: retryMs,
+    },
+  });
+  const headers: Record<string, string | number> = {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "retry-after": Math.ceil(retryMs / 1000),
+    "retry-after-ms": retryMs,
+    "x-sluice-width": n.width,
+    "x-sluice-queue-limit": n.queueLimit,
+    "x-sluice-inflight": n.inflight,
+    "x-sluice-queued": n.queued,
+    "x-sluice-reason": error.code,
+    "x-sluice-request-id": requestId,
+  };
+  if (n.lane) headers["x-sluice-lane"] = n.lane;
+  if (priority) headers["x-sluice-priority"] = priority;
+  if (close) headers.connection = "close";
+  res.writeHead(error.httpStatus, headers);
+  res.end(body);
+}
