@@ -9,7 +9,7 @@ import { currentPriority } from "./context.js";
 import type { BreakerTransition } from "./core/breaker.js";
 import { Budget, KeyBudget } from "./core/budget.js";
 import { type Clock, systemClock } from "./core/clock.js";
-import { BreakerOpenError, type SluiceError } from "./core/errors.js";
+import { BreakerOpenError, KeyLimitError, type SluiceError } from "./core/errors.js";
 import { Emitter, type Event } from "./core/events.js";
 import { Lane } from "./core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
@@ -166,7 +166,10 @@ export class Governor implements TicketOwner {
     });
     if (signal !== undefined) {
       const onAbort = () => {
-        if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, signal.reason);
+        if (this.#scheduler.cancel(t, this.#clock.now())) {
+          this.#settleWaiter(t, signal.reason);
+          this.#arm();
+        }
       };
       signal.addEventListener("abort", onAbort, { once: true });
       t.detach = () => signal.removeEventListener("abort", onAbort);
@@ -186,6 +189,18 @@ export class Governor implements TicketOwner {
     let rank = rankOf(options.priority ?? "default") ?? 1;
     if (key !== null && rank < key.maxRank) rank = key.maxRank;
     return this.#scheduler.precheck(laneState, rank as Rank, key) ?? undefined;
+  }
+
+  /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
+  checkKey(key: string): SluiceError | undefined {
+    const k = this.#keys.get(key);
+    if (k === undefined || !k.full) return undefined;
+    return new KeyLimitError(k.name, k.inflight, k.queued, k.maxInflight, 1000);
+  }
+
+  /** Calls in flight on a group now (0 for an unknown group). */
+  groupInflight(group: string): number {
+    return this.#groups.get(group)?.inflight ?? 0;
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
@@ -269,7 +284,7 @@ export class Governor implements TicketOwner {
     const outcome = outcomeKnown ? (failure === undefined ? SUCCESS : classifyOutcome(failure)) : null;
     this.#scheduler.end(t, outcome, this.#clock.now());
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
-    if (this.#scheduler.waitingLanes.size > 0) this.#arm();
+    this.#arm();
   }
 
   /** @internal TicketOwner: re-dispatch after a refusal before the pod started the call. */
@@ -277,7 +292,7 @@ export class Governor implements TicketOwner {
     const outcome = classifyOutcome(failure ?? { refused: true });
     const result = this.#scheduler.redispatch(t, outcome, this.#clock.now());
     if (result !== "queued") {
-      if (this.#scheduler.waitingLanes.size > 0) this.#arm();
+      this.#arm();
       return Promise.resolve(result === "dispatched");
     }
     this.#arm();
@@ -298,8 +313,19 @@ export class Governor implements TicketOwner {
     } else reject?.(error);
   }
 
-  /** Keeps the one timer armed for the scheduler's next self-change. */
+  /**
+   * Keeps the one timer armed for the scheduler's next self-change, and disarmed when nothing
+   * waits: an idle governor must not keep the process alive.
+   */
   #arm(): void {
+    if (this.#scheduler.waitingLanes.size === 0) {
+      if (this.#cancelTimer !== undefined) {
+        this.#cancelTimer();
+        this.#cancelTimer = undefined;
+        this.#timerAt = Number.POSITIVE_INFINITY;
+      }
+      return;
+    }
     const now = this.#clock.now();
     const at = this.#scheduler.nextWakeAt(now);
     if (at === undefined || at >= this.#timerAt) return;
