@@ -8,7 +8,7 @@ type Command = { summary: string; load: () => Promise<{ main(argv: string[]): Pr
 const commands: Record<string, Command> = {
   serve: { summary: "run the gateway (--config FILE | --demo)", load: () => import("./serve.js") },
   sim: { summary: "run simulated model servers (--fleet demo | --port P)", load: () => import("./sim.js") },
-  // status: { summary: "print a gateway's lane snapshot as a table", load: () => import("./status.js") },
+  status: { summary: "print a gateway's lane snapshot as a table", load: () => import("./status.js") },
 };
 
 function usage(): string {
