@@ -1,0 +1,192 @@
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import type { Snapshot } from "../core/snapshot.js";
+import { duration, formatStatus, main } from "./status.js";
+
+const SNAPSHOT: Snapshot = {
+  enabled: true,
+  generated_at: "2025-06-01T12:00:00.000Z",
+  replica: "gw-1:4242",
+  lanes: [
+    {
+      lane: "qwen3-27b",
+      limit: 6,
+      reserve: 1,
+      width: 6,
+      queue_limit: 24,
+      inflight: 6,
+      queued: 9,
+      queued_by_priority: { interactive: 0, default: 2, bulk: 7 },
+      oldest_wait_s: 212.4,
+      wait_p50_s_5m: 38,
+      wait_p90_s_5m: 171,
+      queue_timeouts_5m: 2,
+      saturated: true,
+    },
+    {
+      lane: "ocr",
+      limit: 16,
+      reserve: 1,
+      width: 12,
+      queue_limit: 64,
+      inflight: 3,
+      queued: 0,
+      queued_by_priority: { interactive: 0, default: 0, bulk: 0 },
+      oldest_wait_s: 0,
+      wait_p50_s_5m: 0.05,
+      wait_p90_s_5m: 1.25,
+      queue_timeouts_5m: 0,
+      saturated: false,
+    },
+  ],
+  pods: [
+    {
+      id: "http://10.0.0.5:8000",
+      lane: "qwen3-27b",
+      width: 29,
+      ceiling: 64,
+      floor: 4,
+      inflight: 27,
+      breaker: "closed",
+      reopens_in_s: 0,
+      trips: 0,
+      paused_s: 0,
+    },
+    {
+      id: "http://10.0.0.6:8000",
+      lane: "ocr",
+      width: 4,
+      ceiling: 8,
+      floor: 4,
+      inflight: 0,
+      breaker: "open",
+      reopens_in_s: 1.5,
+      trips: 3,
+      paused_s: 0,
+    },
+  ],
+  groups: [{ group: "gb10", limit: 40, inflight: 30 }],
+  keys: [{ key: "chat-ui", max_inflight: 16, inflight: 4, queued: 1 }],
+  accounts: [],
+};
+
+const EXPECTED = `sluice gw-1:4242 at 2025-06-01T12:00:00.000Z
+
+LANE       INFLIGHT/LIMIT  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED
+qwen3-27b  6/6             6      9/24 (0/2/7)          3m32s        38s/2m51s        2            yes
+ocr        3/16            12     0/64 (0/0/0)          0s           50ms/1.3s        0            no
+
+POD                   LANE       WIDTH/CEILING  INFLIGHT  BREAKER
+http://10.0.0.5:8000  qwen3-27b  29/64          27        closed
+http://10.0.0.6:8000  ocr        4/8            0         open (reopens in 1.5s, trip 3)
+
+GROUP  INFLIGHT/LIMIT
+gb10   30/40
+
+KEY      INFLIGHT  QUEUED  MAX INFLIGHT
+chat-ui  4         1       16`;
+
+/** Runs `main` capturing what it prints. */
+async function run(argv: string[], env: Record<string, string | undefined> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+describe("formatStatus", () => {
+  test("prints lanes, pods, groups and keys as padded columns", () => {
+    assert.equal(formatStatus(SNAPSHOT), EXPECTED);
+  });
+
+  test("says so when there are no lanes", () => {
+    const text = formatStatus({ ...SNAPSHOT, enabled: false, lanes: [], pods: [], groups: [], keys: [] });
+    assert.match(text, /no lanes/);
+    assert.doesNotMatch(text, /LANE/);
+  });
+
+  test("leaves out empty sections", () => {
+    const text = formatStatus({ ...SNAPSHOT, pods: [], groups: [], keys: [] });
+    assert.doesNotMatch(text, /POD|GROUP|KEY/);
+  });
+
+  test("writes durations short", () => {
+    assert.deepEqual([0, 0.0504, 4.25, 38, 59.7, 212.4, 3900].map(duration), [
+      "0s",
+      "50ms",
+      "4.3s",
+      "38s",
+      "1m00s",
+      "3m32s",
+      "1h05m",
+    ]);
+  });
+});
+
+describe("sluice status", () => {
+  let server: Server;
+  let url: string;
+  let seenAuth: string | undefined;
+
+  before(async () => {
+    server = createServer((req, res) => {
+      seenAuth = req.headers.authorization;
+      if (seenAuth === "Bearer wrong") res.writeHead(401).end("admin key required");
+      else if (req.url === "/api/telemetry/lanes") {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(SNAPSHOT));
+      } else res.writeHead(404).end("not here");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test("prints the table of the gateway at --url", async () => {
+    const r = await run(["--url", url]);
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, EXPECTED);
+  });
+
+  test("prints the snapshot as JSON with --json, sending the admin key from the environment", async () => {
+    const r = await run(["--url", url, "--json"], { SLUICE_ADMIN_KEY: "s3cret" });
+    assert.equal(r.code, 0, r.err);
+    assert.deepEqual(JSON.parse(r.out), SNAPSHOT);
+    assert.equal(seenAuth, "Bearer s3cret");
+  });
+
+  test("reads the URL from SLUICE_URL", async () => {
+    const r = await run([], { SLUICE_URL: url });
+    assert.equal(r.code, 0, r.err);
+  });
+
+  test("exits 1 with a clear message when nothing answers", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const r = await run(["--url", `http://127.0.0.1:${port}`]);
+    assert.equal(r.code, 1);
+    assert.match(r.err, new RegExp(`no gateway answering at http://127\\.0\\.0\\.1:${port}`));
+  });
+
+  test("exits 1 naming the status when the gateway says no", async () => {
+    const r = await run(["--url", url], { SLUICE_ADMIN_KEY: "wrong" });
+    assert.equal(r.code, 1);
+    assert.match(r.err, /answered 401: admin key required/);
+  });
+
+  test("exits 2 with the usage on an unknown flag or a bad URL", async () => {
+    const r = await run(["--watch"]);
+    assert.equal(r.code, 2);
+    assert.match(r.err, /--watch/);
+    assert.match(r.err, /usage: sluice status/);
+    assert.equal((await run(["--url", "not a url"])).code, 2);
+    assert.equal((await run(["--url", "ftp://x"])).code, 2);
+  });
+});

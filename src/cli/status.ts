@@ -1,0 +1,203 @@
+/**
+ * `sluice status`: fetches a gateway's snapshot (`GET /api/telemetry/lanes`, DESIGN §4) and prints
+ * it as plain padded tables, or as JSON with `--json`. Thin on purpose: `formatStatus` is pure and
+ * tested from a fixed snapshot. Exit codes: 0 printed, 1 no usable answer, 2 bad usage.
+ */
+import { parseArgs } from "node:util";
+import { request } from "undici";
+import type { LaneSnapshot, PodSnapshot, Snapshot } from "../core/snapshot.js";
+
+/** Where the gateway listens when `--url` and `SLUICE_URL` are absent (DESIGN §3.4 `listen`). */
+export const DEFAULT_URL = "http://127.0.0.1:8080";
+/** The snapshot route. */
+export const LANES_PATH = "/api/telemetry/lanes";
+const TIMEOUT_MS = 5000;
+
+const USAGE = `usage: sluice status [--url URL] [--json]
+
+  --url URL   the gateway to ask (default $SLUICE_URL, else ${DEFAULT_URL})
+  --json      print the snapshot as JSON instead of tables
+  -h, --help  show this help
+
+  Off loopback, the admin key is read from $SLUICE_ADMIN_KEY and sent as a Bearer token.
+`;
+
+/** Where `main` writes; tests pass their own, the CLI uses the process's. */
+export interface StatusCliIo {
+  out?: (text: string) => void;
+  err?: (text: string) => void;
+  env?: Record<string, string | undefined>;
+}
+
+/** Runs `sluice status` with the arguments after `status`; resolves to the exit code. */
+export async function main(argv: string[], io: StatusCliIo = {}): Promise<number> {
+  const out = io.out ?? ((text: string) => process.stdout.write(`${text}\n`));
+  const err = io.err ?? ((text: string) => process.stderr.write(`${text}\n`));
+  const env = io.env ?? process.env;
+  let values: { url?: string; json?: boolean; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: { url: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    }));
+  } catch (e) {
+    err(`sluice status: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    out(USAGE);
+    return 0;
+  }
+  const base = values.url ?? env.SLUICE_URL ?? DEFAULT_URL;
+  let url: URL;
+  try {
+    url = new URL(LANES_PATH, base);
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw new TypeError("not http(s)");
+  } catch {
+    err(
+      `sluice status: --url expects an http(s) URL such as ${DEFAULT_URL}; got ${JSON.stringify(base)}\n\n${USAGE}`,
+    );
+    return 2;
+  }
+  const key = env.SLUICE_ADMIN_KEY;
+  let status: number;
+  let text: string;
+  try {
+    const res = await request(url, {
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+      headersTimeout: TIMEOUT_MS,
+      bodyTimeout: TIMEOUT_MS,
+    });
+    status = res.statusCode;
+    text = await res.body.text();
+  } catch (e) {
+    const code = errorCode(e);
+    err(
+      CONNECT_ERRORS.has(code)
+        ? `sluice status: no gateway answering at ${base} (${code})`
+        : `sluice status: asking ${url.href} failed: ${code}`,
+    );
+    return 1;
+  }
+  if (status !== 200) {
+    err(`sluice status: ${url.href} answered ${status}: ${text.slice(0, 300).trim()}`);
+    return 1;
+  }
+  let snapshot: Snapshot;
+  try {
+    snapshot = JSON.parse(text) as Snapshot;
+  } catch {
+    err(`sluice status: ${url.href} did not answer with JSON; is ${base} a sluice gateway?`);
+    return 1;
+  }
+  out(values.json ? JSON.stringify(snapshot, null, 2) : formatStatus(snapshot));
+  return 0;
+}
+
+/** The snapshot as plain-text tables: lanes, pods, groups, keys (empty sections are left out). */
+export function formatStatus(s: Snapshot): string {
+  const lines = [`sluice ${s.replica} at ${s.generated_at}`];
+  if (!s.enabled || s.lanes.length === 0) {
+    lines.push("", "no lanes: admission control has nothing to govern yet");
+    return lines.join("\n");
+  }
+  lines.push(
+    "",
+    ...table(
+      [
+        "LANE",
+        "INFLIGHT/LIMIT",
+        "WIDTH",
+        "QUEUED/LIMIT (I/D/B)",
+        "OLDEST WAIT",
+        "WAIT P50/P90 5M",
+        "TIMEOUTS 5M",
+        "SATURATED",
+      ],
+      s.lanes.map(laneRow),
+    ),
+  );
+  if (s.pods.length > 0)
+    lines.push("", ...table(["POD", "LANE", "WIDTH/CEILING", "INFLIGHT", "BREAKER"], s.pods.map(podRow)));
+  if (s.groups.length > 0)
+    lines.push(
+      "",
+      ...table(
+        ["GROUP", "INFLIGHT/LIMIT"],
+        s.groups.map((g) => [g.group, `${g.inflight}/${g.limit}`]),
+      ),
+    );
+  if (s.keys.length > 0)
+    lines.push(
+      "",
+      ...table(
+        ["KEY", "INFLIGHT", "QUEUED", "MAX INFLIGHT"],
+        s.keys.map((k) => [k.key, String(k.inflight), String(k.queued), String(k.max_inflight)]),
+      ),
+    );
+  return lines.join("\n");
+}
+
+function laneRow(l: LaneSnapshot): string[] {
+  const q = l.queued_by_priority;
+  return [
+    l.lane,
+    `${l.inflight}/${l.limit}`,
+    String(l.width),
+    `${l.queued}/${l.queue_limit} (${q.interactive}/${q.default}/${q.bulk})`,
+    duration(l.oldest_wait_s),
+    `${duration(l.wait_p50_s_5m)}/${duration(l.wait_p90_s_5m)}`,
+    String(l.queue_timeouts_5m),
+    l.saturated ? "yes" : "no",
+  ];
+}
+
+function podRow(p: PodSnapshot): string[] {
+  let breaker: string = p.breaker;
+  if (p.breaker === "open") breaker += ` (reopens in ${duration(p.reopens_in_s)}, trip ${p.trips})`;
+  if (p.paused_s > 0) breaker += `, paused ${duration(p.paused_s)}`;
+  return [p.id, p.lane, `${p.width}/${p.ceiling}`, String(p.inflight), breaker];
+}
+
+/** Left-aligned columns two spaces apart, a header row first; trailing spaces trimmed. */
+export function table(header: string[], rows: string[][]): string[] {
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
+  return all.map((r) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+/** Seconds as a short human duration: `0s`, `850ms`, `4.2s`, `38s`, `3m32s`, `1h05m`. */
+export function duration(seconds: number): string {
+  if (!(seconds > 0)) return "0s";
+  if (seconds < 1) return `${Math.round(seconds * 1000)}ms`;
+  if (seconds < 10) return `${Number(seconds.toFixed(1))}s`;
+  if (seconds < 59.5) return `${Math.round(seconds)}s`;
+  const total = Math.round(seconds);
+  if (total < 3600) return `${Math.floor(total / 60)}m${String(total % 60).padStart(2, "0")}s`;
+  return `${Math.floor(total / 3600)}h${String(Math.floor((total % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+// Nothing listens (or nothing is reachable) at the URL, as opposed to a gateway that misbehaved.
+const CONNECT_ERRORS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+]);
+
+function errorCode(e: unknown): string {
+  // Node ≥ 20 may try several addresses (happy eyeballs) and throw an AggregateError of them.
+  const error = e as { code?: string; message?: string; errors?: { code?: string }[] };
+  return error.code ?? error.errors?.[0]?.code ?? error.message ?? String(e);
+}

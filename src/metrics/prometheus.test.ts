@@ -1,0 +1,254 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Registry } from "prom-client";
+import { ManualClock } from "../core/clock.js";
+import { QueueFullError, QueueTimeoutError } from "../core/errors.js";
+import type { Lease } from "../core/lease.js";
+import { Governor } from "../governor.js";
+import { METRICS, MetricIds, type MetricName, QUEUE_WAIT_BUCKETS_S, REFUSAL_REASONS } from "./names.js";
+import { PrometheusMetrics } from "./prometheus.js";
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parses Prometheus text into samples (enough of the format for these tests). */
+function parse(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `unparsable line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return samples;
+}
+
+function value(samples: Sample[], name: string, labels: Record<string, string>): number | undefined {
+  const keys = Object.keys(labels);
+  return samples.find(
+    (s) =>
+      s.name === name &&
+      Object.keys(s.labels).length === keys.length &&
+      keys.every((k) => s.labels[k] === labels[k]),
+  )?.value;
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+function setup() {
+  const clock = new ManualClock();
+  const gov = new Governor({
+    clock,
+    random: () => 0.5,
+    groups: { gb10: { limit: 8 } },
+    lanes: {
+      chat: {
+        limit: 2,
+        reserve: 0,
+        queueLimit: 1,
+        queueTimeoutMs: 1000,
+        pods: [{ id: "http://pod-a:8000", maxInflight: 2, gpuGroup: "gb10" }],
+        adaptive: { floor: 1 },
+      },
+      // Two fixed-width pods: a congestion answer opens one breaker at once (DESIGN §1.4).
+      ocr: {
+        limit: 2,
+        pods: [
+          { id: "http://ocr-a:9000", maxInflight: 1 },
+          { id: "http://ocr-b:9000", maxInflight: 1 },
+        ],
+        adaptive: false,
+      },
+    },
+  });
+  const metrics = new PrometheusMetrics(gov);
+  return { clock, gov, metrics };
+}
+
+describe("PrometheusMetrics", () => {
+  test("exports every §4 name with its declared labels after some activity", async () => {
+    const { clock, gov, metrics } = setup();
+    const a = await gov.acquire("chat", { priority: "default" });
+    const b = await gov.acquire("chat", { priority: "interactive" });
+    const timedOut = gov.acquire("chat", { priority: "bulk" }).catch((e) => e);
+    await assert.rejects(gov.acquire("chat", { priority: "bulk" }), QueueFullError);
+    clock.advance(1000);
+    assert.ok((await timedOut) instanceof QueueTimeoutError);
+    const waiter = gov.acquire("chat", { priority: "default" });
+    clock.advance(300);
+    a.succeeded();
+    const c = await waiter;
+    c.release();
+    const ocr = await gov.acquire("ocr");
+    ocr.failed(503); // congestion on a fixed-width pod: its breaker opens
+    metrics.refusal("unauthorized");
+    metrics.wouldRefuse("queue_full");
+    metrics.upstreamOverload("http://pod-a:8000", 503);
+    metrics.tokens("chat", "prompt", 120);
+    metrics.tokens("chat", "completion", 30);
+    metrics.storeError();
+    metrics.request("chat", 200, 0.42);
+    metrics.request(undefined, 401, 0.001);
+
+    const samples = parse(await metrics.render());
+    for (const [name, def] of Object.entries(METRICS) as [MetricName, (typeof METRICS)[MetricName]][]) {
+      const series = def.kind === "histogram" ? `${name}_bucket` : name;
+      const found = samples.filter((s) => s.name === series);
+      assert.ok(found.length > 0, `${series} is missing`);
+      const expected = [...def.labels, ...(def.kind === "histogram" ? ["le"] : [])].sort();
+      for (const s of found) assert.deepEqual(Object.keys(s.labels).sort(), expected, series);
+    }
+
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_timeout" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "unauthorized" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "draining" }), 0);
+    assert.equal(value(samples, MetricIds.laneQueueTimeoutsTotal, { lane: "chat" }), 1);
+    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { reason: "queue_full" }), 1);
+    const overloads = { pod: "http://pod-a:8000", status: "503" };
+    assert.equal(value(samples, MetricIds.upstreamOverloadsTotal, overloads), 1);
+    assert.equal(value(samples, MetricIds.tokensTotal, { lane: "chat", kind: "prompt" }), 120);
+    assert.equal(value(samples, MetricIds.storeErrorsTotal, {}), 1);
+    assert.equal(value(samples, MetricIds.requestsTotal, { lane: "none", status: "401" }), 1);
+    // The queued default call waited 0.3 s: above the 0.1 bucket, inside 0.5.
+    const wait = `${MetricIds.laneQueueWaitSeconds}_bucket`;
+    assert.equal(value(samples, wait, { lane: "chat", priority: "default", le: "0.1" }), 1);
+    assert.equal(value(samples, wait, { lane: "chat", priority: "default", le: "0.5" }), 2);
+    assert.equal(
+      value(samples, `${MetricIds.laneQueueWaitSeconds}_count`, { lane: "chat", priority: "interactive" }),
+      1,
+    );
+    const les = samples
+      .filter((s) => s.name === wait && s.labels.lane === "chat" && s.labels.priority === "default")
+      .map((s) => s.labels.le);
+    assert.deepEqual(les, [...QUEUE_WAIT_BUCKETS_S.map(String), "+Inf"]);
+    // The 503 opened that pod's breaker: 2 = open; the other stays closed.
+    assert.equal(value(samples, MetricIds.breakerState, { pod: ocr.pod! }), 2);
+    const other = ocr.pod === "http://ocr-a:9000" ? "http://ocr-b:9000" : "http://ocr-a:9000";
+    assert.equal(value(samples, MetricIds.breakerState, { pod: other }), 0);
+    b.release();
+    metrics.close();
+  });
+
+  test("reads the gauges from the snapshot at scrape time", async () => {
+    const { gov, metrics } = setup();
+    const held: Lease[] = [await gov.acquire("chat"), await gov.acquire("chat")];
+    const queued = gov.acquire("chat", { priority: "bulk" });
+    let samples = parse(await metrics.render());
+    const snap = gov.snapshot();
+    assert.equal(value(samples, MetricIds.laneInflight, { lane: "chat" }), snap.lanes[0]!.inflight);
+    assert.equal(value(samples, MetricIds.laneInflight, { lane: "chat" }), 2);
+    assert.equal(value(samples, MetricIds.laneLimit, { lane: "chat" }), 2);
+    assert.equal(value(samples, MetricIds.laneQueueDepth, { lane: "chat", priority: "bulk" }), 1);
+    assert.equal(value(samples, MetricIds.laneQueueDepth, { lane: "chat", priority: "interactive" }), 0);
+    assert.equal(value(samples, MetricIds.podInflight, { pod: "http://pod-a:8000" }), 2);
+    assert.equal(value(samples, MetricIds.podWidth, { pod: "http://pod-a:8000" }), snap.pods[0]!.width);
+    assert.equal(value(samples, MetricIds.podCeiling, { pod: "http://pod-a:8000" }), 2);
+    assert.equal(value(samples, MetricIds.breakerState, { pod: "http://pod-a:8000" }), 0);
+    assert.equal(value(samples, MetricIds.groupInflight, { group: "gb10" }), 2);
+
+    held[0]!.succeeded();
+    held[1]!.succeeded();
+    (await queued).release();
+    await flush();
+    samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.laneInflight, { lane: "chat" }), 0);
+    assert.equal(value(samples, MetricIds.laneQueueDepth, { lane: "chat", priority: "bulk" }), 0);
+    assert.equal(value(samples, MetricIds.groupInflight, { group: "gb10" }), 0);
+    metrics.close();
+  });
+
+  test("counts a governor refusal once even when the gateway reports it again", async () => {
+    const { gov, metrics } = setup();
+    await gov.acquire("chat");
+    await gov.acquire("chat");
+    void gov.acquire("chat").catch(() => {});
+    const error = (await gov.acquire("chat").catch((e: unknown) => e)) as QueueFullError;
+    assert.ok(error instanceof QueueFullError);
+    metrics.refusal(error);
+    metrics.refusal(new QueueFullError("chat", 2, 1, 1, 2, 1000)); // a pre-body refusal, not the governor's
+    const samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 2);
+    metrics.close();
+  });
+
+  test("counts a shed waiter once when the gateway reports its error", async () => {
+    const gov = new Governor({
+      clock: new ManualClock(),
+      lanes: { L: { limit: 1, reserve: 0, queueLimit: 1 } },
+    });
+    const metrics = new PrometheusMetrics(gov);
+    const held = await gov.acquire("L");
+    const shed = gov.acquire("L", { priority: "bulk" }).catch((e: unknown) => e);
+    const winner = gov.acquire("L", { priority: "interactive" });
+    const error = await shed;
+    assert.ok(error instanceof QueueFullError && error.reason === "shed");
+    // Whether or not the governor reported it, the gateway reports every refusal it answers.
+    metrics.refusal(error);
+    const samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
+    held.release();
+    (await winner).release();
+    metrics.close();
+  });
+
+  test("does not count governor refusals on shadow lanes; the gateway reports would-refuse", async () => {
+    const gov = new Governor({
+      clock: new ManualClock(),
+      lanes: { live: { limit: 1, queueLimit: 0 }, trial: { limit: 1, queueLimit: 0 } },
+    });
+    const metrics = new PrometheusMetrics(gov, { shadow: (lane) => lane === "trial" });
+    await gov.acquire("live");
+    await gov.acquire("trial");
+    await assert.rejects(gov.acquire("live"), QueueFullError);
+    const error = await gov.acquire("trial").catch((e: unknown) => e);
+    assert.ok(error instanceof QueueFullError);
+    metrics.wouldRefuse(error);
+    metrics.wouldRefuse(error); // reported twice, counted once
+    const samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { reason: "queue_full" }), 1);
+    metrics.close();
+  });
+
+  test("several instances in one process keep separate registries", async () => {
+    const one = setup();
+    const two = setup();
+    one.metrics.refusal("draining");
+    const a = parse(await one.metrics.render());
+    const b = parse(await two.metrics.render());
+    assert.equal(value(a, MetricIds.refusalsTotal, { reason: "draining" }), 1);
+    assert.equal(value(b, MetricIds.refusalsTotal, { reason: "draining" }), 0);
+    assert.match(one.metrics.contentType, /^text\/plain; version=0\.0\.4/);
+    one.metrics.close();
+    two.metrics.close();
+  });
+
+  test("honours a given registry and prefix, and close() removes its metrics", async () => {
+    const registry = new Registry();
+    const gov = new Governor({ clock: new ManualClock(), lanes: { chat: { limit: 1 } } });
+    const metrics = new PrometheusMetrics(gov, { registry, prefix: "acme_" });
+    const text = await registry.metrics();
+    assert.match(text, /^acme_lane_inflight\{lane="chat"\} 0$/m);
+    assert.doesNotMatch(text, /sluice_/);
+    metrics.close();
+    metrics.close();
+    assert.equal(registry.getMetricsAsArray().length, 0);
+    // Closed: events no longer reach the (removed) metrics.
+    await gov.acquire("chat");
+    assert.equal(await registry.metrics(), "\n");
+  });
+
+  test("starts every known refusal reason at 0", async () => {
+    const { metrics } = setup();
+    const samples = parse(await metrics.render());
+    for (const reason of REFUSAL_REASONS)
+      assert.equal(value(samples, MetricIds.refusalsTotal, { reason }), 0, reason);
+    metrics.close();
+  });
+});

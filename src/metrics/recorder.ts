@@ -1,0 +1,121 @@
+/**
+ * What sluice counts, independent of where it goes: the governor's events (grants, refusals) and
+ * the gateway's own observations (refusals that never reach the governor, upstream overloads,
+ * tokens, store errors, finished requests), recorded into any `MetricSink` (STYLE G10).
+ *
+ * Nothing here runs on the grant path unless this recorder listens: the governor builds event
+ * payloads only for subscribers, and gauges are read from the snapshot at scrape time instead.
+ */
+import type { SluiceError } from "../core/errors.js";
+import type { Governor } from "../governor.js";
+import { MetricIds, NO_LANE, PRIORITY_LABELS, type TokenKind } from "./names.js";
+import type { MetricSink } from "./sink.js";
+
+/** The part of a `Governor` the recorder subscribes to. */
+export type GovernorEventSource = Pick<Governor, "onGrant" | "onRefusal">;
+
+/** A refusal as the gateway knows it: a code (`"unauthorized"`) or the error it answered with. */
+export type RefusalInput = string | Pick<SluiceError, "code">;
+
+/** Options of {@link MetricsRecorder}. */
+export interface MetricsRecorderOptions {
+  /**
+   * Lanes in shadow mode (`admission.mode: shadow`), all (`true`) or by a predicate on the lane.
+   * There the governor's refusal events are not counted: nothing was refused, and the code that
+   * lets the call through decides what enforce mode would have refused and calls `wouldRefuse`.
+   * **Default:** `false` (every lane enforces).
+   */
+  shadow?: boolean | ((lane: string) => boolean);
+}
+
+/** Subscribes to a governor's events and records what sluice counts into a sink. */
+export class MetricsRecorder implements Disposable {
+  readonly #sink: MetricSink;
+  readonly #shadow: (lane: string) => boolean;
+  readonly #subscriptions: Disposable[];
+  /** Refusal errors already counted (from `onRefusal` or a report), so none is counted twice. */
+  readonly #counted = new WeakSet<object>();
+
+  constructor(governor: GovernorEventSource, sink: MetricSink, options: MetricsRecorderOptions = {}) {
+    this.#sink = sink;
+    const shadow = options.shadow ?? false;
+    this.#shadow = typeof shadow === "function" ? shadow : () => shadow;
+    this.#subscriptions = [
+      governor.onGrant((e) => {
+        const priority = PRIORITY_LABELS[e.priority];
+        sink.histogram(MetricIds.laneQueueWaitSeconds, { lane: e.lane, priority }, e.waitedMs / 1000);
+      }),
+      governor.onRefusal((e) => {
+        // The queue really timed out, shadow mode or not: the lane's own counter says so.
+        if (e.error.code === "queue_timeout")
+          sink.counter(MetricIds.laneQueueTimeoutsTotal, { lane: e.lane });
+        if (this.#shadow(e.lane)) return;
+        this.#counted.add(e.error);
+        sink.counter(MetricIds.refusalsTotal, { reason: e.error.code });
+      }),
+    ];
+  }
+
+  /**
+   * Counts a refusal the gateway answered. Pass the error itself whenever there is one: an error
+   * the governor already reported through `onRefusal` (queue full, key limit, queue timeout,
+   * `check()`) is skipped, and one it did not report (a shed waiter, `BreakerOpenError` from
+   * `failFast`, `checkKey()`) is counted, so every refusal is counted exactly once. Pass a code
+   * for refusals with no error object (`unauthorized`, `bad_request`, `body_too_large`, …).
+   */
+  refusal(reason: RefusalInput): void {
+    const code = this.#once(reason);
+    if (code !== undefined) this.#sink.counter(MetricIds.refusalsTotal, { reason: code });
+  }
+
+  /**
+   * Shadow mode: counts a refusal enforce mode would have given and this call did not get. Like
+   * `refusal`, an error object is counted once however often it is reported.
+   */
+  wouldRefuse(reason: RefusalInput): void {
+    const code = this.#once(reason);
+    if (code !== undefined) this.#sink.counter(MetricIds.wouldRefuseTotal, { reason: code });
+  }
+
+  /** An overload answer from `pod`: an HTTP status (429, 503) or a word (`"connect"`, `"reset"`). */
+  upstreamOverload(pod: string, status: number | string): void {
+    this.#sink.counter(MetricIds.upstreamOverloadsTotal, { pod, status: String(status) });
+  }
+
+  /** Adds `n` tokens of `kind` used on `lane` (from upstream `usage`); ignores n ≤ 0 or NaN. */
+  tokens(lane: string, kind: TokenKind, n: number): void {
+    if (n > 0 && Number.isFinite(n)) this.#sink.counter(MetricIds.tokensTotal, { lane, kind }, n);
+  }
+
+  /** One failed fleet-store operation. */
+  storeError(): void {
+    this.#sink.counter(MetricIds.storeErrorsTotal, {});
+  }
+
+  /**
+   * One request the gateway answered: its lane (`undefined` when it ended before the lane was
+   * known, recorded as `"none"`), HTTP status, and whole duration in seconds.
+   */
+  request(lane: string | undefined, status: number, seconds: number): void {
+    const l = lane ?? NO_LANE;
+    this.#sink.counter(MetricIds.requestsTotal, { lane: l, status: String(status) });
+    if (seconds >= 0) this.#sink.histogram(MetricIds.requestDurationSeconds, { lane: l }, seconds);
+  }
+
+  /** Stops listening to the governor. Idempotent. */
+  close(): void {
+    for (const s of this.#subscriptions.splice(0)) s[Symbol.dispose]();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** The code to count, or undefined for an error object already counted. */
+  #once(reason: RefusalInput): string | undefined {
+    if (typeof reason === "string") return reason;
+    if (this.#counted.has(reason)) return undefined;
+    this.#counted.add(reason);
+    return reason.code;
+  }
+}

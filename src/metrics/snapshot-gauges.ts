@@ -1,0 +1,46 @@
+/**
+ * Every gauge sluice exports is read from the snapshot (DESIGN §4) when someone asks, never kept
+ * up to date on the hot path. This table says which snapshot field feeds which gauge; it is pure,
+ * so any sink (Prometheus at scrape time, a push sink on a timer) can use it.
+ */
+import type { Snapshot } from "../core/snapshot.js";
+import {
+  BREAKER_STATE_VALUES,
+  type LabelsOf,
+  MetricIds,
+  type MetricNameOf,
+  PRIORITY_LABELS,
+} from "./names.js";
+import type { MetricSink } from "./sink.js";
+
+/** One gauge value: its labels and its number. */
+export type GaugeSample<N extends MetricNameOf<"gauge">> = readonly [labels: LabelsOf<N>, value: number];
+
+/** For each gauge, the samples a snapshot gives it. */
+export const SNAPSHOT_GAUGES: {
+  readonly [N in MetricNameOf<"gauge">]: (s: Snapshot) => GaugeSample<N>[];
+} = {
+  [MetricIds.laneInflight]: (s) => s.lanes.map((l) => [{ lane: l.lane }, l.inflight]),
+  [MetricIds.laneLimit]: (s) => s.lanes.map((l) => [{ lane: l.lane }, l.limit]),
+  [MetricIds.laneQueueDepth]: (s) =>
+    s.lanes.flatMap((l) =>
+      PRIORITY_LABELS.map((p) => [{ lane: l.lane, priority: p }, l.queued_by_priority[p]]),
+    ),
+  [MetricIds.podWidth]: (s) => s.pods.map((p) => [{ pod: p.id }, p.width]),
+  [MetricIds.podCeiling]: (s) => s.pods.map((p) => [{ pod: p.id }, p.ceiling]),
+  [MetricIds.podInflight]: (s) => s.pods.map((p) => [{ pod: p.id }, p.inflight]),
+  [MetricIds.breakerState]: (s) => s.pods.map((p) => [{ pod: p.id }, BREAKER_STATE_VALUES[p.breaker]]),
+  [MetricIds.groupInflight]: (s) => s.groups.map((g) => [{ group: g.group }, g.inflight]),
+};
+
+/** Writes every snapshot gauge into `sink`. */
+export function writeSnapshotGauges(snapshot: Snapshot, sink: MetricSink): void {
+  for (const name of Object.keys(SNAPSHOT_GAUGES) as MetricNameOf<"gauge">[]) {
+    for (const [labels, value] of gaugeSamples(name, snapshot)) sink.gauge(name, labels, value);
+  }
+}
+
+/** The samples of one gauge (a typed lookup into {@link SNAPSHOT_GAUGES}). */
+export function gaugeSamples<N extends MetricNameOf<"gauge">>(name: N, snapshot: Snapshot): GaugeSample<N>[] {
+  return (SNAPSHOT_GAUGES[name] as (s: Snapshot) => GaugeSample<N>[])(snapshot);
+}
