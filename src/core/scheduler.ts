@@ -88,7 +88,8 @@ export class Scheduler {
 
   /** Grants `t` at once when nobody waits in its lane and its whole path has room. */
   #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
-    if (lane.queue.size > 0 || lane.inflight >= lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve)) return false;
+    if (lane.queue.size > 0 || lane.inflight >= lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve))
+      return false;
     const pod = lane.pods === null ? null : lane.choosePod(nowMs);
     if ((lane.pods !== null && pod === null) || !lane.groupsHaveRoom()) return false;
     this.#grant(lane, t, pod, nowMs);
@@ -111,7 +112,8 @@ export class Scheduler {
   precheck(lane: Lane<Ticket>, rank: Rank, key: KeyBudget | null): SluiceError | null {
     if (key?.full) return this.#refuse(lane, keyLimit(key, lane));
     const queue = lane.queue;
-    if (queue.size === 0 && lane.inflight < lane.limit - (rank === 0 ? 0 : lane.settings.reserve)) return null;
+    if (queue.size === 0 && lane.inflight < lane.limit - (rank === 0 ? 0 : lane.settings.reserve))
+      return null;
     const position = queue.positionForArrival(rank);
     if (lane.hold.samples >= 5) {
       const expected = expectedWaitMs(position, lane.width, lane.hold);
@@ -139,7 +141,10 @@ export class Scheduler {
       const victim = queue.newestBelow(t.rank);
       if (victim === null) throw this.#refuse(lane, this.#queueFull(lane, position, "full"));
       this.#remove(lane, victim, nowMs);
-      this.#reject(victim, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed"));
+      this.#reject(
+        victim,
+        this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
+      );
     }
     if (t.key !== null) t.key.queued++;
     t.state = "waiting";

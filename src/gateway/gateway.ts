@@ -70,7 +70,10 @@ export class Gateway {
     this.#config = config;
     this.#log = options.logger ?? pino({ level: config.log.level });
     this.governor = new Governor(governorOptions(config, options.clock));
-    this.metrics = new PrometheusMetrics(this.governor);
+    // Shadow lanes' governor refusals are not refusals: the gateway counts them as would-refuse.
+    this.metrics = new PrometheusMetrics(this.governor, {
+      shadow: (lane) => this.#models.get(lane)?.mode === "shadow",
+    });
     this.#streams = new TelemetryStreams(this.governor);
     for (const m of config.models) this.#models.set(m.name, m);
     this.#auth = new Authenticator(config.auth.keys, config.admin.keys, config.auth.open);
@@ -197,7 +200,7 @@ export class Gateway {
     let result: DispatchResult | undefined;
     let counted = false;
     let bodyBytes = 0;
-    let refusedCode: string | undefined;
+    let refused: SluiceError | HttpError | undefined;
     const abort = new AbortController();
     const onClose = () => {
       if (!res.writableFinished) abort.abort(new Error("client disconnected"));
@@ -215,7 +218,7 @@ export class Gateway {
       const mode = lane !== undefined ? this.#models.get(lane)!.mode : this.#config.admission.mode;
       const early = this.#preBody(lane, priority, caller);
       if (early !== undefined) {
-        if (early instanceof QueueFullError && early.lane === "gateway") refusedCode = early.code;
+        if (mode === "enforce") refused = early;
         if (mode === "enforce") return this.#refuseBeforeBody(req, res, early, lane, id, priority);
         this.metrics.wouldRefuse(early.code);
       }
@@ -257,12 +260,8 @@ export class Gateway {
         },
       });
     } catch (error) {
-      // The governor counts its own refusals (onRefusal); the gateway counts the rest.
-      if (
-        error instanceof HttpError ||
-        (isSluiceError(error) && error instanceof QueueFullError && error.lane === "gateway")
-      )
-        refusedCode = error.code;
+      // The metrics count each refusal object once, whether the governor reported it or not.
+      if (error instanceof HttpError || isSluiceError(error)) refused = error;
       this.#fail(res, error, id, lane, priority);
     } finally {
       res.off("close", onClose);
@@ -270,7 +269,7 @@ export class Gateway {
       if (counted) this.#end();
       this.#buffers.used -= bodyBytes;
       // 7. settle: one line per request, metrics
-      this.#settle(id, caller, lane, priority, lease, result, refusedCode, res.statusCode, started);
+      this.#settle(id, caller, lane, priority, lease, result, refused, res.statusCode, started);
     }
   }
 
@@ -385,12 +384,12 @@ export class Gateway {
     priority: Priority,
     lease: Lease | undefined,
     result: DispatchResult | undefined,
-    refused: string | undefined,
+    refused: SluiceError | HttpError | undefined,
     status: number,
     started: number,
   ): void {
     const seconds = (performance.now() - started) / 1000;
-    if (refused !== undefined) this.metrics.refusal(refused);
+    if (refused !== undefined) this.metrics.refusal(refused instanceof HttpError ? refused.code : refused);
     if (result?.overloadStatus !== undefined && lease?.pod)
       this.metrics.upstreamOverload(lease.pod, result.overloadStatus);
     if (result?.usage && lane !== undefined && this.#models.has(lane)) {
@@ -410,7 +409,7 @@ export class Gateway {
         waiting_for_model_capacity_ms: lease ? Math.round(lease.queuedMs) : 0,
         pod: lease?.pod,
         status,
-        reason: refused,
+        reason: refused?.code,
         prompt_tokens: result?.usage?.promptTokens,
         completion_tokens: result?.usage?.completionTokens,
         bytes: result?.bytes ?? 0,
