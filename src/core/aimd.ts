@@ -36,6 +36,11 @@ export interface WidthAlgorithm {
   onCongestion(epoch: number, inflight: number): CongestionVerdict;
   /** The breaker closed after a trip: restart slowly from the floor. */
   onRecovered(): void;
+  /**
+   * The pod keeps refusing but may not be isolated (half its lane's pods are open already):
+   * hold it at the floor (DESIGN §1.4).
+   */
+  holdAtFloor(): void;
   toJSON(): WidthState;
 }
 
@@ -126,6 +131,16 @@ export class AimdWidth implements WidthAlgorithm {
     return "cut";
   }
 
+  holdAtFloor(): void {
+    const s = this.#s;
+    if (s.width === s.floor) return;
+    s.width = s.floor;
+    s.epoch++;
+    s.credit = 0;
+    s.ssthresh = 0;
+    s.succeededSinceCut = false;
+  }
+
   onRecovered(): void {
     const s = this.#s;
     s.ssthresh = Math.max(s.width, s.floor);
@@ -158,6 +173,8 @@ export class FixedWidth implements WidthAlgorithm {
   }
 
   onRecovered(): void {}
+
+  holdAtFloor(): void {}
 
   toJSON(): WidthState {
     const w = this.width;

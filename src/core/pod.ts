@@ -82,8 +82,10 @@ export class Pod {
         // With adaptive width the first refusal of an event only cuts; a refusal that persists
         // after the cut (or at the floor) is what the breaker counts (DESIGN §1.4).
         const answer = this.width.onCongestion(epoch, this.inflight);
-        if (answer === "persistent" || probe)
+        if (answer === "persistent" || probe) {
           verdict.breakerOpened = this.breaker.onFailure(nowMs, probe, mayOpen);
+          if (!verdict.breakerOpened && !mayOpen) this.width.holdAtFloor();
+        }
         break;
       }
       case "failure":
