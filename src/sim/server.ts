@@ -1,0 +1,284 @@
+/**
+ * An OpenAI-compatible model server that behaves like one vLLM pod under load: `maxNumSeqs`
+ * requests run, the rest wait (forever by default, like vLLM), and past an optional bound it
+ * answers 503/429 or refuses the connection. It is the upstream of the gateway's demo and of
+ * every gateway test; `stats().maxRunningSeen` is how those tests prove a pod was never pushed
+ * past its limit. node:http only, so the sim's own overhead stays small and visible.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Job, type JobContext, sendJson } from "./job.js";
+import { renderMetrics } from "./metrics.js";
+import { errorBody, SIM_CREATED_S, type WorkKind } from "./openai.js";
+import { type ResolvedSimOptions, resolveSimOptions, type SimOptions, type SimProfile } from "./options.js";
+import { Mulberry32 } from "./random.js";
+import { SeqScheduler } from "./scheduler.js";
+
+// The option types belong with startSim for callers that import only this module.
+export type { ResolvedSimOptions, SimOptions, SimOverflow, SimProfile } from "./options.js";
+
+/** Counters for tests, as plain data. */
+export interface SimStats {
+  /** Work requests holding a slot now. */
+  running: number;
+  /** Work requests waiting for a slot now. */
+  waiting: number;
+  /** Highest `running` since start or `resetStats()`; exact (updated at every grant). */
+  maxRunningSeen: number;
+  /** Highest `waiting` since start or `resetStats()`. */
+  maxWaitingSeen: number;
+  /** Work requests (completions, embeddings, echo) whose headers arrived, refused ones included. */
+  received: number;
+  /** Work requests answered 200 in full. */
+  completed: number;
+  /** Overflows: answered 503/429 or refused by destroying the socket. */
+  refused: number;
+  /** Work requests whose client went away (or that `close()` cut) before their answer ended. */
+  aborted: number;
+  /** Work requests answered 400. */
+  badRequests: number;
+  /** Body bytes read from work requests (a refused or overflowed body is never read). */
+  bodyBytesReceived: number;
+  /** The last `AUTH_HISTORY` Authorization header values received on work routes, oldest first. */
+  authHeadersSeen: string[];
+}
+
+/** How many Authorization values `stats().authHeadersSeen` keeps. */
+export const AUTH_HISTORY = 16;
+
+/** A running simulated pod. */
+export interface SimServer {
+  /** `http://HOST:PORT`, no trailing slash. */
+  readonly url: string;
+  /** The port actually bound (useful with `port: 0`). */
+  readonly port: number;
+  /** The options in force (changed by `setProfile`). */
+  readonly options: Readonly<ResolvedSimOptions>;
+  /** Stops listening and destroys every connection; in-flight requests count as aborted. Idempotent. */
+  close(): Promise<void>;
+  /** A copy of the counters. */
+  stats(): SimStats;
+  /** Zeroes the counters and restarts the peaks from the current counts; options stay. */
+  resetStats(): void;
+  /**
+   * Changes behaviour while running (`port`, `host` and `listenBacklog` stay). Raising
+   * `maxNumSeqs` grants waiters at once; lowering it lets the running excess finish. Throws
+   * `ConfigError` and changes nothing when a value is invalid.
+   */
+  setProfile(patch: SimProfile): void;
+}
+
+/** Starts a sim listening on `opts.port` (0 = a free port). Rejects if the port is taken. */
+export async function startSim(opts: SimOptions = {}): Promise<SimServer> {
+  const sim = new Sim(resolveSimOptions(opts));
+  await sim.listen();
+  return sim;
+}
+
+const WORK_ROUTES: Record<string, WorkKind | undefined> = {
+  "/v1/chat/completions": "chat",
+  "/v1/completions": "completion",
+  "/v1/embeddings": "embedding",
+};
+
+class Sim implements SimServer, JobContext {
+  options: ResolvedSimOptions;
+  readonly scheduler: SeqScheduler;
+  url = "";
+  port = 0;
+  readonly #server: Server;
+  #rng: Mulberry32;
+  #closing: Promise<void> | null = null;
+  #received = 0;
+  #completed = 0;
+  #refused = 0;
+  #aborted = 0;
+  #badRequests = 0;
+  #bodyBytes = 0;
+  #auth: string[] = [];
+  // Metric counters are monotonic, as Prometheus expects: resetStats leaves them alone.
+  readonly #success: Record<string, number> = { stop: 0, length: 0 };
+  #promptTokens = 0;
+  #generationTokens = 0;
+  // One closure for the life of the server, not one per request.
+  readonly #mayWait = (waiting: number): boolean =>
+    this.options.overflow === "queue" || waiting < this.options.maxWaiting;
+
+  constructor(options: ResolvedSimOptions) {
+    this.options = options;
+    this.scheduler = new SeqScheduler(options.maxNumSeqs);
+    this.#rng = new Mulberry32(options.seed);
+    this.#server = createServer((req, res) => this.#onRequest(req, res));
+  }
+
+  listen(): Promise<void> {
+    const { port, host, listenBacklog } = this.options;
+    return new Promise((resolve, reject) => {
+      this.#server.once("error", reject);
+      this.#server.listen({ port, host, backlog: listenBacklog }, () => {
+        this.#server.off("error", reject);
+        this.port = (this.#server.address() as AddressInfo).port;
+        this.url = `http://${host.includes(":") ? `[${host}]` : host}:${this.port}`;
+        resolve();
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= new Promise((resolve) => {
+      this.#server.close(() => resolve());
+      // Waiting and running requests would keep close() pending forever; cut them (their
+      // 'close' handlers free their slots and clear their timers).
+      this.#server.closeAllConnections();
+    });
+    return this.#closing;
+  }
+
+  stats(): SimStats {
+    const s = this.scheduler;
+    return {
+      running: s.running,
+      waiting: s.waiting,
+      maxRunningSeen: s.maxRunningSeen,
+      maxWaitingSeen: s.maxWaitingSeen,
+      received: this.#received,
+      completed: this.#completed,
+      refused: this.#refused,
+      aborted: this.#aborted,
+      badRequests: this.#badRequests,
+      bodyBytesReceived: this.#bodyBytes,
+      authHeadersSeen: [...this.#auth],
+    };
+  }
+
+  resetStats(): void {
+    this.scheduler.resetPeaks();
+    this.#received =
+      this.#completed =
+      this.#refused =
+      this.#aborted =
+      this.#badRequests =
+      this.#bodyBytes =
+        0;
+    this.#auth = [];
+  }
+
+  setProfile(patch: SimProfile): void {
+    const { port, host, listenBacklog } = this.options;
+    const next = { ...resolveSimOptions(patch, this.options), port, host, listenBacklog };
+    if (patch.seed !== undefined) this.#rng = new Mulberry32(next.seed);
+    this.options = next;
+    this.scheduler.maxNumSeqs = next.maxNumSeqs;
+    this.scheduler.pump();
+  }
+
+  drawServiceMs(outputTokens: number): number {
+    const o = this.options;
+    // serviceMs 0 draws nothing, so a benchmark run is not slowed by the generator either.
+    const base = o.serviceMs === 0 ? 0 : o.serviceMs * this.#rng.lognormalFactor(o.jitterSigma);
+    return base + o.msPerOutputToken * outputTokens;
+  }
+
+  onBodyBytes(n: number): void {
+    this.#bodyBytes += n;
+  }
+
+  onFinished(finishReason: string, promptTokens: number, completionTokens: number): void {
+    this.#completed++;
+    this.#success[finishReason] = (this.#success[finishReason] ?? 0) + 1;
+    this.#promptTokens += promptTokens;
+    this.#generationTokens += completionTokens;
+  }
+
+  onAborted(): void {
+    this.#aborted++;
+  }
+
+  onBadRequest(): void {
+    this.#badRequests++;
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    const prefix = this.options.echoPrefix;
+    const kind = WORK_ROUTES[path] ?? (prefix !== null && path.startsWith(prefix) ? "echo" : undefined);
+    if (kind === undefined) {
+      this.#onInfoRoute(path, req, res);
+      return;
+    }
+    if (kind !== "echo" && req.method !== "POST") {
+      sendJson(res, 405, errorBody(`${req.method} ${path}: use POST`, "invalid_request_error"));
+      return;
+    }
+    this.#received++;
+    const auth = req.headers.authorization;
+    if (auth !== undefined) {
+      this.#auth.push(auth);
+      if (this.#auth.length > AUTH_HISTORY) this.#auth.shift();
+    }
+    const job = new Job(this, kind, req, res);
+    if (this.scheduler.admit(job, this.#mayWait)) job.begin();
+    else this.#overflow(req, res);
+  }
+
+  #overflow(req: IncomingMessage, res: ServerResponse): void {
+    this.#refused++;
+    const o = this.options;
+    if (o.overflow === "refuse") {
+      // Before any response byte and without reading the body: what a client sees when a pod's
+      // listen backlog is full or its process refuses connections.
+      req.socket.destroy();
+      return;
+    }
+    const s = this.scheduler;
+    const message =
+      `server overloaded: ${s.running} running (max_num_seqs ${o.maxNumSeqs}), ` +
+      `${s.waiting} waiting (max_waiting ${o.maxWaiting})`;
+    if (o.overflow === "429") {
+      sendJson(res, 429, errorBody(message, "requests", "rate_limit_exceeded"), { "retry-after": "1" });
+    } else {
+      sendJson(res, 503, errorBody(message, "server_error", "overloaded"));
+    }
+  }
+
+  #onInfoRoute(path: string, req: IncomingMessage, res: ServerResponse): void {
+    if (path !== "/health" && path !== "/metrics" && path !== "/v1/models") {
+      const message = `no route ${req.method} ${path}`;
+      sendJson(res, 404, errorBody(message, "invalid_request_error", "not_found"));
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      sendJson(res, 405, errorBody(`${req.method} ${path}: use GET`, "invalid_request_error"));
+      return;
+    }
+    req.resume();
+    const o = this.options;
+    if (path === "/health") {
+      res.writeHead(200, { "content-length": 0 });
+      res.end();
+    } else if (path === "/metrics") {
+      const text = renderMetrics({
+        model: o.model,
+        running: this.scheduler.running,
+        waiting: this.scheduler.waiting,
+        maxNumSeqs: o.maxNumSeqs,
+        success: this.#success,
+        promptTokens: this.#promptTokens,
+        generationTokens: this.#generationTokens,
+      });
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+      res.end(text);
+    } else {
+      const model = {
+        id: o.model,
+        object: "model",
+        created: SIM_CREATED_S,
+        owned_by: "sluice-sim",
+        root: o.model,
+      };
+      sendJson(res, 200, JSON.stringify({ object: "list", data: [model] }));
+    }
+  }
+}
