@@ -1,0 +1,164 @@
+/**
+ * `sluice sim`: flags → one simulated pod (src/sim/server.ts) or the demo fleet (src/sim/fleet.ts).
+ * Thin on purpose: parsing and printing only. Runs until SIGINT/SIGTERM, then closes and
+ * returns 0; a bad flag returns 2 with a message naming it.
+ */
+import { parseArgs } from "node:util";
+import { isConfigError } from "../core/errors.js";
+import { DEMO_BASE_PORT, demoFleet } from "../sim/fleet.js";
+import { SIM_DEFAULTS, type SimOptions } from "../sim/options.js";
+import { isSimProfileName, SIM_PROFILES } from "../sim/profiles.js";
+import { startSim } from "../sim/server.js";
+
+const USAGE = `usage: sluice sim [--profile vllm|ocr-pod|provider] [--port P] [options]
+       sluice sim --fleet demo [--base-port P]
+
+  --port P                 port to listen on, 0 = any free port (default ${SIM_DEFAULTS.port})
+  --host H                 address to listen on (default ${SIM_DEFAULTS.host})
+  --model NAME             model name in /v1/models and metrics (default ${SIM_DEFAULTS.model})
+  --max-num-seqs N         requests running at once (default ${SIM_DEFAULTS.maxNumSeqs})
+  --max-waiting N          waiting requests before --overflow applies (default unbounded)
+  --overflow MODE          queue | 503 | 429 | refuse (default ${SIM_DEFAULTS.overflow})
+  --listen-backlog N       pending-connection backlog passed to listen()
+  --service-ms MS          mean time to first token, 0 = immediate (default ${SIM_DEFAULTS.serviceMs})
+  --ms-per-output-token MS added service time per output token (default ${SIM_DEFAULTS.msPerOutputToken})
+  --tokens-per-second N    streaming pace, 0 = all at once (default ${SIM_DEFAULTS.tokensPerSecond})
+  --output-tokens N        tokens per answer when max_tokens allows (default ${SIM_DEFAULTS.defaultOutputTokens})
+  --echo-prefix PATH       OCR-style echo route prefix (default ${SIM_DEFAULTS.echoPrefix})
+  --seed N                 service-time seed (default ${SIM_DEFAULTS.seed})
+  --fleet demo             start the demo fleet instead (ports from --base-port, default ${DEMO_BASE_PORT})
+`;
+
+// Flag → option key, for the flags whose value is a number.
+const NUMERIC = {
+  port: "port",
+  "max-num-seqs": "maxNumSeqs",
+  "max-waiting": "maxWaiting",
+  "listen-backlog": "listenBacklog",
+  "service-ms": "serviceMs",
+  "ms-per-output-token": "msPerOutputToken",
+  "tokens-per-second": "tokensPerSecond",
+  "output-tokens": "defaultOutputTokens",
+  seed: "seed",
+} as const satisfies Record<string, keyof SimOptions>;
+
+/** Where `main` writes, and what stops it; tests pass their own, the CLI uses the process's. */
+export interface SimCliIo {
+  out?: (line: string) => void;
+  err?: (line: string) => void;
+  /** Stops the sim like SIGINT does. */
+  signal?: AbortSignal;
+}
+
+/** Runs `sluice sim` with the arguments after `sim`; resolves to the exit code. */
+export async function main(argv: string[], io: SimCliIo = {}): Promise<number> {
+  const out = io.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const err = io.err ?? ((line: string) => process.stderr.write(`${line}\n`));
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const options = Object.fromEntries(Object.keys(NUMERIC).map((k) => [k, { type: "string" as const }]));
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        ...options,
+        host: { type: "string" },
+        model: { type: "string" },
+        overflow: { type: "string" },
+        "echo-prefix": { type: "string" },
+        profile: { type: "string" },
+        fleet: { type: "string" },
+        "base-port": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    err(`sluice sim: ${(e as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help === true) {
+    out(USAGE);
+    return 0;
+  }
+  try {
+    const stop = await (values.fleet !== undefined ? startDemoFleet(values, out) : startOne(values, out));
+    await untilStopped(io.signal);
+    await stop();
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError || isConfigError(e)) {
+      err(`sluice sim: ${(e as Error).message}`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+/** A flag value the simulator cannot use. */
+class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+async function startOne(values: Record<string, string | boolean | undefined>, out: (l: string) => void) {
+  const profileName = values.profile as string | undefined;
+  if (profileName !== undefined && !isSimProfileName(profileName)) {
+    throw new UsageError(
+      `--profile: expected one of ${Object.keys(SIM_PROFILES).join(", ")}, got "${profileName}"`,
+    );
+  }
+  const opts: SimOptions = { ...(profileName ? SIM_PROFILES[profileName] : {}) };
+  for (const [flag, key] of Object.entries(NUMERIC)) {
+    const raw = values[flag] as string | undefined;
+    if (raw !== undefined) opts[key] = toNumber(flag, raw);
+  }
+  if (values.host !== undefined) opts.host = values.host as string;
+  if (values.model !== undefined) opts.model = values.model as string;
+  if (values.overflow !== undefined) opts.overflow = values.overflow as SimOptions["overflow"];
+  if (values["echo-prefix"] !== undefined) opts.echoPrefix = values["echo-prefix"] as string;
+  const sim = await startSim(opts);
+  const o = sim.options;
+  out(
+    `sim ${o.model} listening on ${sim.url} (max_num_seqs ${o.maxNumSeqs}, max_waiting ${o.maxWaiting}, ` +
+      `overflow ${o.overflow}, service ${o.serviceMs} ms, ${o.tokensPerSecond} tok/s, seed ${o.seed})`,
+  );
+  return () => sim.close();
+}
+
+async function startDemoFleet(
+  values: Record<string, string | boolean | undefined>,
+  out: (l: string) => void,
+) {
+  if (values.fleet !== "demo") throw new UsageError(`--fleet: expected "demo", got "${values.fleet}"`);
+  const raw = values["base-port"] as string | undefined;
+  const fleet = await demoFleet({
+    basePort: raw === undefined ? DEMO_BASE_PORT : toNumber("base-port", raw),
+    host: values.host as string | undefined,
+  });
+  out("demo fleet:");
+  for (const [model, urls] of Object.entries(fleet.urls)) out(`  ${model.padEnd(12)} ${urls.join(" ")}`);
+  return () => fleet.close();
+}
+
+function toNumber(flag: string, raw: string): number {
+  if (/^(inf|infinity)$/i.test(raw)) return Number.POSITIVE_INFINITY;
+  const n = Number(raw);
+  if (raw.trim() === "" || Number.isNaN(n))
+    throw new UsageError(`--${flag}: expected a number, got "${raw}"`);
+  return n;
+}
+
+function untilStopped(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      process.off("SIGINT", done);
+      process.off("SIGTERM", done);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    if (signal?.aborted) return resolve();
+    process.once("SIGINT", done);
+    process.once("SIGTERM", done);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
