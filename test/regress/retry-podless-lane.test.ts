@@ -1,0 +1,31 @@
+/**
+ * Found reading lease.ts against scheduler.ts: `Lease.retry()` is documented to resolve false
+ * with the lease released, but on a lane without pods `Scheduler.redispatch` answers "denied"
+ * without ending the ticket. A caller that trusts the contract never releases, and the slot is
+ * lost for good (lane, group and key).
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Governor } from "../../src/index.js";
+import { ManualClock } from "../../src/testing.js";
+import { tick, track } from "./helpers.js";
+
+describe("regress: retry() on a lane without pods", () => {
+  test("resolves false and releases the lease, as documented", {
+    todo: "bug: Scheduler.redispatch returns 'denied' for a pod-less lane without calling end()",
+  }, async () => {
+    const gov = new Governor({
+      clock: new ManualClock(),
+      groups: { g: { limit: 4 } },
+      keys: { k1: { maxInflight: 2 } },
+      lanes: { L: { limit: 1, reserve: 0, group: "g" } },
+    });
+    const lease = await gov.acquire("L", { key: "k1" });
+    assert.equal(await lease.retry({ refused: true }), false);
+    const next = track(gov.acquire("L", { key: "k1" }));
+    await tick();
+    const s = gov.snapshot();
+    assert.equal(next.settled, true, "the slot came back and the next caller got it");
+    assert.deepEqual([s.lanes[0]!.inflight, s.groups[0]!.inflight, s.keys[0]!.inflight], [1, 1, 1]);
+  });
+});
