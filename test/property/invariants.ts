@@ -9,7 +9,9 @@
  * 4. ending a lease twice changes nothing (checked inside the model's `again`);
  * 5. priority order within a lane: at each grant no waiter of a higher effective class, and
  *    none of the same class that arrived earlier, was passed over; the reserve only goes to
- *    calls whose own class is interactive (checked at the grant itself);
+ *    calls whose own class is interactive (checked at the grant itself). Across the lanes
+ *    sharing the group, the same holds for waiters whose own lane (and pod) had a slot for them;
+ *    the group slot went to the best of those (DESIGN §1: "the scheduler grants the best waiter");
  * 6. an interactive arrival that finds a slot it may take is not refused as "queue full";
  * 7. shedding (DESIGN §1.1): only a full queue refuses or sheds; an arrival sheds the newest
  *    waiter of the lowest own class below its own, and is refused only if there is none.
@@ -192,15 +194,22 @@ export function checkOrder(m: Model): void {
     // an aged call of the same effective class that arrived earlier.
     const reserveSlot = g.laneLimit - (g.laneInflight - 1) <= g.reserve;
     for (const y of m.calls) {
-      if (y === x || y.lane !== x.lane || y.retried || !waitingAt(y, g.ev, g.time)) continue;
+      if (y === x || y.retried || !waitingAt(y, g.ev, g.time)) continue;
+      if (y.lane !== x.lane) {
+        // Another lane's waiter competed for the group slot only if its own lane had room for it.
+        const room = g.roomFor.get(y.lane)!;
+        if (!(y.rank === 0 ? room.interactive : room.other)) continue;
+      }
       const effY = effective(y.rank, y.arrivedAt, g.time, agingMs);
       const passed =
         effY < effX ||
-        (effY === effX && y.arrivedAt < x.arrivedAt && !(x.rank === 0 && y.rank !== 0 && reserveSlot));
+        (effY === effX &&
+          y.arrivedAt < x.arrivedAt &&
+          !(y.lane === x.lane && x.rank === 0 && y.rank !== 0 && reserveSlot));
       if (passed)
         m.violations.push(
           `priority: at ${g.time} #${x.id} (class ${x.rank}, effective ${effX}, arrived ${x.arrivedAt}) was ` +
-            `granted before waiting #${y.id} (class ${y.rank}, effective ${effY}, arrived ${y.arrivedAt}) in ${x.lane}`,
+            `granted before waiting #${y.id} (class ${y.rank}, effective ${effY}, arrived ${y.arrivedAt}) in ${x.lane}/${y.lane}`,
         );
     }
   }

@@ -96,6 +96,8 @@ export interface Grant {
   laneInflight: number;
   laneLimit: number;
   reserve: number;
+  /** Per lane, right after this grant: which own classes it had a slot for (lane, reserve, pod). */
+  roomFor: Map<string, { interactive: boolean; other: boolean }>;
 }
 
 export class Model {
@@ -201,6 +203,16 @@ export class Model {
       laneInflight: lane.inflight,
       laneLimit: lane.limit,
       reserve: lane.reserve,
+      roomFor: new Map(
+        s.lanes.map((l) => {
+          const pods = s.pods.filter((p) => p.lane === l.lane);
+          const pod = pods.length === 0 || pods.some(podFree);
+          return [
+            l.lane,
+            { interactive: pod && l.inflight < l.limit, other: pod && l.inflight < l.limit - l.reserve },
+          ];
+        }),
+      ),
     });
     // Budgets at the very instant of the grant, before anything else can move (check 1 and 5).
     const where = `grant of ${lease.lane}/${lease.priority} at ${this.clock.now()}`;
