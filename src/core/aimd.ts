@@ -30,8 +30,11 @@ export interface WidthAlgorithm {
   readonly width: number;
   /** The congestion epoch; a grant records it and hands it back with its outcome. */
   readonly epoch: number;
-  /** A call granted with `inflightAtStart` (counting itself) succeeded. */
-  onSuccess(inflightAtStart: number): void;
+  /**
+   * A call succeeded. It was granted in `epoch` with `inflightAtStart` calls on the pod (counting
+   * itself) while the width was `widthAtStart`.
+   */
+  onSuccess(inflightAtStart: number, widthAtStart: number, epoch: number): void;
   /** A call granted in `epoch` was refused with `inflight` calls on the pod (counting itself). */
   onCongestion(epoch: number, inflight: number): CongestionVerdict;
   /** The breaker closed after a trip: restart slowly from the floor. */
@@ -56,6 +59,8 @@ export interface WidthState {
   ssthresh: number;
   /** A call granted at the current width has succeeded since the last cut. */
   succeededSinceCut: boolean;
+  /** Factor of a repeat cut. */
+  decrease: number;
 }
 
 /** Options for {@link AimdWidth}. */
@@ -64,6 +69,13 @@ export interface AimdOptions {
   ceiling: number;
   /** Lowest width a cut can reach. **Default:** 4 (clamped to the ceiling). */
   floor?: number;
+  /**
+   * Factor of a repeat cut (every cut after the first from the ceiling). **Default:** 0.8.
+   * The first cut halves (TCP's ssthresh = FlightSize / 2: the pod's capacity is unknown and
+   * seed 000's pods refused at twice what they served); later cuts happen near the pod's real
+   * capacity, where halving would idle a quarter of it on average (docs/adaptive.md).
+   */
+  decrease?: number;
 }
 
 export class AimdWidth implements WidthAlgorithm {
@@ -82,6 +94,7 @@ export class AimdWidth implements WidthAlgorithm {
         credit: 0,
         ssthresh: 0,
         succeededSinceCut: true,
+        decrease: options.decrease ?? 0.8,
       };
     }
   }
@@ -102,11 +115,14 @@ export class AimdWidth implements WidthAlgorithm {
     return this.#s.ceiling;
   }
 
-  onSuccess(inflightAtStart: number): void {
+  onSuccess(inflightAtStart: number, widthAtStart: number, epoch: number): void {
     const s = this.#s;
-    s.succeededSinceCut = true;
-    // Only a pod that is actually used shows whether more would fit; idle successes prove nothing.
-    if (s.width >= s.ceiling || inflightAtStart < s.width - 1) return;
+    // Only a call granted after the last cut proves the reduced width works; a drowning pod still
+    // finishing older calls must not look healthy (its next refusal should reach the breaker).
+    if (epoch === s.epoch) s.succeededSinceCut = true;
+    // Only a pod that was actually used shows whether more would fit; idle successes prove nothing.
+    // Compared with the width at grant: in slow start the width has grown since.
+    if (s.width >= s.ceiling || inflightAtStart < widthAtStart - 1) return;
     if (s.ssthresh > 0 && s.width < s.ssthresh) {
       s.width++; // slow start: +1 per success doubles the width each round trip
       if (s.width >= s.ssthresh) s.ssthresh = 0;
@@ -123,7 +139,8 @@ export class AimdWidth implements WidthAlgorithm {
     const s = this.#s;
     if (epoch < s.epoch) return "same_event";
     if (!s.succeededSinceCut || s.width <= s.floor) return "persistent";
-    s.width = Math.max(s.floor, Math.floor(inflight / 2));
+    const factor = s.width >= s.ceiling ? 0.5 : s.decrease;
+    s.width = Math.max(s.floor, Math.min(s.width - 1, Math.floor(inflight * factor)));
     s.epoch++;
     s.credit = 0;
     s.ssthresh = 0;
@@ -134,16 +151,17 @@ export class AimdWidth implements WidthAlgorithm {
   holdAtFloor(): void {
     const s = this.#s;
     if (s.width === s.floor) return;
+    // Remember where it was, so recovery climbs back quickly (slow start up to it).
+    s.ssthresh = Math.max(s.ssthresh, s.width);
     s.width = s.floor;
     s.epoch++;
     s.credit = 0;
-    s.ssthresh = 0;
     s.succeededSinceCut = false;
   }
 
   onRecovered(): void {
     const s = this.#s;
-    s.ssthresh = Math.max(s.width, s.floor);
+    s.ssthresh = Math.max(s.ssthresh, s.width, s.floor);
     s.width = s.floor;
     s.credit = 0;
     s.epoch++;
@@ -178,6 +196,15 @@ export class FixedWidth implements WidthAlgorithm {
 
   toJSON(): WidthState {
     const w = this.width;
-    return { width: w, epoch: 0, ceiling: w, floor: w, credit: 0, ssthresh: 0, succeededSinceCut: true };
+    return {
+      width: w,
+      epoch: 0,
+      ceiling: w,
+      floor: w,
+      credit: 0,
+      ssthresh: 0,
+      succeededSinceCut: true,
+      decrease: 1,
+    };
   }
 }

@@ -31,7 +31,7 @@ export class Lane<T extends QueueNode = QueueNode> {
   readonly timeouts = new WindowHistogram();
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
-  /** Re-dispatch budget (DESIGN §1.3): tokens earned by first attempts, spent by retries. */
+  /** Re-dispatch budget (DESIGN §1.3) in tenths: earned by successes, spent by re-dispatches. */
   retryTokens = 0;
   /** Re-dispatches in progress now. */
   redispatching = 0;
@@ -74,14 +74,17 @@ export class Lane<T extends QueueNode = QueueNode> {
     return true;
   }
 
-  /** The least loaded pod that can take a call now, or null (`avoid` is skipped if possible). */
-  choosePod(nowMs: number, avoid: Pod | null = null): Pod | null {
+  /**
+   * The least loaded pod that can take a call now, or null. Pods in `avoid` (those that already
+   * refused this call) are chosen only when no other pod can take it.
+   */
+  choosePod(nowMs: number, avoid: readonly Pod[] | null = null): Pod | null {
     let best: Pod | null = null;
     let fallback: Pod | null = null;
     for (const pod of this.pods!) {
       if (!pod.available(nowMs)) continue;
-      if (pod === avoid) {
-        fallback = pod;
+      if (avoid?.includes(pod)) {
+        fallback ??= pod;
         continue;
       }
       if (best === null || pod.load() < best.load()) best = pod;

@@ -7,7 +7,7 @@
 import type { KeyBudget } from "./budget.js";
 import type { Lane } from "./lane.js";
 import type { FailureInput } from "./outcome.js";
-import type { Pod } from "./pod.js";
+import type { GrantRecord, Pod } from "./pod.js";
 import { PRIORITIES, type Priority, type Rank } from "./priority.js";
 import type { QueueNode } from "./wait-queue.js";
 
@@ -53,7 +53,7 @@ export interface TicketOwner {
 /** A ticket waits, then holds a grant, then has ended; it never goes back. */
 export type TicketState = "waiting" | "granted" | "ended";
 
-export class Ticket implements Lease, QueueNode {
+export class Ticket implements Lease, QueueNode, GrantRecord {
   prev: Ticket | null = null;
   next: Ticket | null = null;
   dprev: Ticket | null = null;
@@ -63,9 +63,12 @@ export class Ticket implements Lease, QueueNode {
   state: TicketState = "waiting";
   podRef: Pod | null = null;
   inflightAtStart = 0;
+  widthAtStart = 0;
   epoch = 0;
   probe = false;
   attempts = 1;
+  /** Pods that refused this call before it started (re-dispatch avoids them). */
+  refusedBy: Pod[] | null = null;
   /** Settles the caller's promise; set by the owner while the ticket waits. */
   resolve: ((lease: Lease) => void) | null = null;
   reject: ((error: unknown) => void) | null = null;

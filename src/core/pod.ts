@@ -8,6 +8,21 @@ import { Breaker, type BreakerOptions, type BreakerTransition } from "./breaker.
 import type { Budget } from "./budget.js";
 import type { Outcome } from "./outcome.js";
 
+/** How long a pod held at its floor by the half-open rule rests after each refusal. */
+export const FLOOR_REST_MS = 250;
+
+/** What the scheduler recorded about a call when it granted it a pod. */
+export interface GrantRecord {
+  /** Calls on the pod at the grant, counting this one. */
+  inflightAtStart: number;
+  /** The pod's width at the grant. */
+  widthAtStart: number;
+  /** The pod's congestion epoch at the grant. */
+  epoch: number;
+  /** This call is the half-open probe. */
+  probe: boolean;
+}
+
 /** What a pod's ending did, so the scheduler can tell listeners and wake waiters. */
 export interface PodVerdict {
   widthChanged: boolean;
@@ -57,22 +72,16 @@ export class Pod {
   }
 
   /**
-   * Applies one call's ending. `inflightAtStart` and `epoch` were recorded at the grant;
-   * `mayOpen` says whether the lane still allows another open breaker (at most half).
+   * Applies one call's ending to the pod; `mayOpen` says whether the lane still allows another
+   * open breaker (at most half of its pods).
    */
-  settle(
-    outcome: Outcome,
-    inflightAtStart: number,
-    epoch: number,
-    probe: boolean,
-    nowMs: number,
-    mayOpen: boolean,
-  ): PodVerdict {
+  settle(outcome: Outcome, grant: GrantRecord, nowMs: number, mayOpen: boolean): PodVerdict {
+    const { probe, epoch } = grant;
     const before = this.width.width;
     const verdict: PodVerdict = { widthChanged: false, breakerOpened: false, breakerClosed: false };
     switch (outcome.kind) {
       case "success":
-        this.width.onSuccess(inflightAtStart);
+        this.width.onSuccess(grant.inflightAtStart, grant.widthAtStart, epoch);
         if (this.breaker.onSuccess(probe)) {
           verdict.breakerClosed = true;
           this.width.onRecovered();
@@ -84,7 +93,13 @@ export class Pod {
         const answer = this.width.onCongestion(epoch, this.inflight);
         if (answer === "persistent" || probe) {
           verdict.breakerOpened = this.breaker.onFailure(nowMs, probe, mayOpen);
-          if (!verdict.breakerOpened && !mayOpen) this.width.holdAtFloor();
+          if (!verdict.breakerOpened && !mayOpen) {
+            // Not allowed to isolate it: hold it at its floor and rest it briefly after each
+            // refusal. A refusal frees its slot at once, so the floor alone bounds concurrency,
+            // not the rate of doomed attempts (docs/adaptive.md, the dead-fleet scenario).
+            this.width.holdAtFloor();
+            this.pausedUntil = Math.max(this.pausedUntil, nowMs + FLOOR_REST_MS);
+          }
         }
         break;
       }

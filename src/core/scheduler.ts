@@ -51,8 +51,17 @@ export interface WidthEvent {
   ceiling: number;
 }
 
-/** Re-dispatch budget: each first attempt earns this share of a retry (DESIGN §1.3: ≤ 1.1×). */
-const RETRY_EARN = 0.1;
+/**
+ * Re-dispatch budget, counted in tenths of a re-dispatch so it stays exact: each success earns
+ * one tenth, each re-dispatch costs ten (DESIGN §1.3: ≤ 1.1 attempts per call).
+ */
+const RETRY_EARN = 1;
+const RETRY_COST = 10;
+/**
+ * The re-dispatch bank holds at most 3 tokens: a bank of 20 % of a busy lane would let an outage
+ * exceed 1.1 attempts per call before it runs dry (docs/adaptive.md, dead-fleet scenario).
+ */
+const RETRY_BANK = 3 * RETRY_COST;
 /** At most this many attempts per call (first + re-dispatches). */
 export const MAX_ATTEMPTS = 3;
 
@@ -169,7 +178,7 @@ export class Scheduler {
         if (c === null || !lane.groupsHaveRoom()) continue;
         let pod: Pod | null = null;
         if (lane.pods !== null) {
-          pod = lane.choosePod(nowMs, c.attempts > 1 ? c.podRef : null);
+          pod = lane.choosePod(nowMs, c.refusedBy);
           if (pod === null) continue;
         }
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
@@ -198,9 +207,9 @@ export class Scheduler {
       pod.group?.take();
       t.podRef = pod;
       t.inflightAtStart = pod.inflight;
+      t.widthAtStart = pod.width.width;
       t.epoch = pod.width.epoch;
       t.probe = pod.breaker.onDispatch(nowMs);
-      if (t.attempts === 1) lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryCap(lane));
     }
     lane.waits.record(nowMs - t.enqueuedAt, nowMs);
     if (this.onGrant.size > 0)
@@ -213,6 +222,10 @@ export class Scheduler {
     t.state = "ended";
     const lane = t.laneRef;
     this.#endPodAttempt(lane, t, outcome, nowMs);
+    // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
+    // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
+    if (outcome?.kind === "success" && lane.pods !== null)
+      lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, RETRY_BANK);
     this.#giveLane(lane, t);
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);
@@ -231,14 +244,7 @@ export class Scheduler {
   #endPodAttempt(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
     const pod = t.podRef;
     if (pod === null) return;
-    const verdict = pod.settle(
-      outcome ?? { kind: "ignore" },
-      t.inflightAtStart,
-      t.epoch,
-      t.probe,
-      nowMs,
-      lane.mayOpenAnother(),
-    );
+    const verdict = pod.settle(outcome ?? { kind: "ignore" }, t, nowMs, lane.mayOpenAnother());
     t.probe = false;
     if (pod.inflight > 0) pod.inflight--;
     pod.group?.give();
@@ -257,23 +263,25 @@ export class Scheduler {
     if (t.state !== "granted" || lane.pods === null) return "denied";
     const allowed =
       t.attempts < MAX_ATTEMPTS &&
-      lane.retryTokens >= 1 &&
+      lane.retryTokens >= RETRY_COST &&
       lane.redispatching < Math.max(3, Math.floor(0.2 * lane.inflight));
     if (!allowed) {
       this.end(t, outcome, nowMs);
       return "denied";
     }
-    lane.retryTokens -= 1;
+    lane.retryTokens -= RETRY_COST;
     if (t.attempts === 1) lane.redispatching++;
     t.attempts++;
     this.#endPodAttempt(lane, t, outcome, nowMs);
-    const refusedBy = t.podRef;
-    const pod = lane.choosePod(nowMs, refusedBy);
-    if (pod !== null && pod !== refusedBy) {
+    const refused = t.podRef!;
+    t.refusedBy === null ? (t.refusedBy = [refused]) : t.refusedBy.push(refused);
+    const pod = lane.choosePod(nowMs, t.refusedBy);
+    if (pod !== null && !t.refusedBy.includes(pod)) {
       pod.inflight++;
       pod.group?.take();
       t.podRef = pod;
       t.inflightAtStart = pod.inflight;
+      t.widthAtStart = pod.width.width;
       t.epoch = pod.width.epoch;
       t.probe = pod.breaker.onDispatch(nowMs);
       if (this.#waiting.size > 0) this.pass(nowMs);
@@ -375,10 +383,6 @@ export class Scheduler {
     if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
     return error;
   }
-}
-
-function retryCap(lane: Lane<Ticket>): number {
-  return Math.max(3, 0.2 * lane.limit);
 }
 
 function keyLimit(key: KeyBudget, lane: Lane<Ticket>): KeyLimitError {

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { FLOOR_REST_MS } from "../../src/core/pod.js";
 import { acquireNow, flush, LANE, pods, rig, type Watched, watch } from "./helpers.js";
 
 /** One endpoint, breaker defaults (0.5 s → ×2 → 30 s), no jitter, every signal counts. */
@@ -160,9 +161,7 @@ describe("breaker and adaptive width together (DESIGN §1.4)", () => {
     assert.equal(r.pod("p0").width, 5, "the second refusal does not cut again");
   });
 
-  test("a success of a call granted before the cut is not a success at the reduced width", {
-    todo: "bug: AimdWidth.onSuccess sets succeededSinceCut for any success, also of calls granted before the cut (src/core/aimd.ts), so the next refusal cuts again instead of counting toward the breaker",
-  }, async () => {
+  test("a success of a call granted before the cut is not a success at the reduced width", async () => {
     const r = adaptive();
     const leases = await acquireNow(r.gov, 10);
     leases[0]!.failed({ status: 503 });
@@ -207,9 +206,7 @@ describe("breaker and adaptive width together (DESIGN §1.4)", () => {
     assert.equal(r.pod("p0").width, 16, "no adaptive width: nothing to cut");
   });
 
-  test("after the breaker closes the pod restarts at the floor and slow-starts back to its last cut value", {
-    todo: "bug: slow start is linear, not doubling: AimdWidth.onSuccess counts a success only if in flight at grant ≥ the CURRENT width − 1, and in slow start the width has grown since the call was granted, so most successes are ignored (195 successes from 4 to 29 instead of ~25); compare with the width at grant (src/core/aimd.ts, src/core/scheduler.ts #grant/redispatch)",
-  }, async () => {
+  test("after the breaker closes the pod restarts at the floor and slow-starts back to its last cut value", async () => {
     const r = rig({ limit: 64, reserve: 0, pods: pods(1, 64), adaptive: { floor: 4 } });
     const leases = await acquireNow(r.gov, 58);
     leases[0]!.failed({ status: 503 });
@@ -279,10 +276,16 @@ describe("quota signals", () => {
 
 describe("at most half of a lane's pods open at once", () => {
   test("with four pods refusing everything, two open and two stay closed", async () => {
-    const r = rig({ limit: 64, pods: pods(4, 16), adaptive: false });
+    const r = rig({
+      limit: 64,
+      pods: pods(4, 16),
+      adaptive: false,
+      breaker: { baseCooldownMs: 60_000, maxCooldownMs: 60_000 },
+    });
     for (let round = 0; round < 3; round++) {
-      const leases = await acquireNow(r.gov, 4);
+      const leases = await acquireNow(r.gov, round === 0 ? 4 : 2);
       for (const lease of leases) lease.failed({ status: 503 });
+      r.clock.advance(FLOOR_REST_MS); // the two held closed rest after each refusal
     }
     const snap = r.gov.snapshot().pods;
     assert.equal(snap.filter((p) => p.breaker === "open").length, 2);
@@ -291,9 +294,16 @@ describe("at most half of a lane's pods open at once", () => {
   });
 
   test("a lane of three pods opens at most one; a lane of one pod may open it", async () => {
-    const three = rig({ limit: 48, pods: pods(3, 16), adaptive: false });
-    for (let round = 0; round < 3; round++)
-      for (const lease of await acquireNow(three.gov, 3)) lease.failed({ status: 503 });
+    const three = rig({
+      limit: 48,
+      pods: pods(3, 16),
+      adaptive: false,
+      breaker: { baseCooldownMs: 60_000, maxCooldownMs: 60_000 },
+    });
+    for (let round = 0; round < 3; round++) {
+      for (const lease of await acquireNow(three.gov, round === 0 ? 3 : 2)) lease.failed({ status: 503 });
+      three.clock.advance(FLOOR_REST_MS);
+    }
     assert.equal(three.gov.snapshot().pods.filter((p) => p.breaker === "open").length, 1);
     const one = rig({ limit: 16, pods: pods(1, 16), adaptive: false });
     (await acquireNow(one.gov, 1))[0]!.failed({ status: 503 });
@@ -301,12 +311,20 @@ describe("at most half of a lane's pods open at once", () => {
   });
 
   test("pods held closed by the half rule stay at their floor width", async () => {
-    const r = rig({ limit: 128, reserve: 0, pods: pods(4, 32), adaptive: { floor: 4 } });
+    const r = rig({
+      limit: 128,
+      reserve: 0,
+      pods: pods(4, 32),
+      adaptive: { floor: 4 },
+      breaker: { baseCooldownMs: 60_000, maxCooldownMs: 60_000 },
+    });
     // 64 calls spread 16 per pod; every pod refuses everything from now on.
     const leases = await acquireNow(r.gov, 64);
     for (const lease of leases) lease.failed({ status: 503 }); // each pod: one cut to 8
-    for (let round = 0; round < 4; round++)
-      for (const lease of await acquireNow(r.gov, 4)) lease.failed({ status: 503 });
+    for (let round = 0; round < 4; round++) {
+      for (const lease of await acquireNow(r.gov, round < 2 ? 4 : 2)) lease.failed({ status: 503 });
+      r.clock.advance(FLOOR_REST_MS);
+    }
     const snap = r.gov.snapshot().pods;
     assert.equal(snap.filter((p) => p.breaker === "open").length, 2);
     for (const p of snap.filter((x) => x.breaker === "closed")) assert.equal(p.width, p.floor, p.id);

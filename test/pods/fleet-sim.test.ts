@@ -55,14 +55,13 @@ describe("fleet simulation", () => {
 
   test("with every pod refusing everything, re-dispatches stay within 1.1 × calls plus the budget banked before", async () => {
     const r = await dead();
-    assert.ok(r.calls > 500);
+    // Pods held at their floor rest after each refusal, so few calls are even tried in 5 s.
+    assert.ok(r.calls > 100, `${r.calls} calls`);
     assert.ok(r.dispatches <= 1.1 * r.calls + 0.2 * 256, `${r.dispatches} attempts for ${r.calls} calls`);
     assert.ok(r.pods.filter((p) => p.finalBreaker !== "closed").length <= 2, "at most half the pods open");
   });
 
-  test("with every pod refusing everything, upstream attempts never exceed 1.1 × calls, give or take 3 banked", {
-    todo: "bug (minor): re-dispatch tokens banked before the outage (up to max(3, 0.2 × limit) = 51.2, Scheduler retryCap in src/core/scheduler.ts) are spent on top of the 0.1 per call earned during it: 1.103 × over a 30 s outage in bench/fleet-sim.ts",
-  }, async () => {
+  test("with every pod refusing everything, upstream attempts never exceed 1.1 × calls, give or take 3 banked", async () => {
     const r = await dead();
     assert.ok(r.dispatches <= 1.1 * r.calls + 3, `${r.dispatches} attempts for ${r.calls} calls`);
   });
