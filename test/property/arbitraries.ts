@@ -25,6 +25,7 @@ export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
         pri: fc.constantFrom("interactive", "default", "bulk"),
         key: fc.constantFrom(undefined, undefined, "k1" as const, "k2" as const),
         abortable: fc.boolean(),
+        noWait: fc.constantFrom(false, false, false, false, false, true),
       }),
     },
     { weight: 2, arbitrary: fc.record({ t: fc.constant("abort" as const), pick: fc.nat(20) }) },

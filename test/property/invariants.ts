@@ -12,7 +12,8 @@
  *    calls whose own class is interactive (checked at the grant itself). Across the lanes
  *    sharing the group, the same holds for waiters whose own lane (and pod) had a slot for them;
  *    the group slot went to the best of those (DESIGN §1: "the scheduler grants the best waiter");
- * 6. an interactive arrival that finds a slot it may take is not refused as "queue full";
+ * 6. an arrival that finds a slot it may take is not refused: an interactive one not as "queue
+ *    full", a `wait: false` one not while its lane is empty; a `wait: false` call never waits;
  * 7. shedding (DESIGN §1.1): only a full queue refuses or sheds; an arrival sheds the newest
  *    waiter of the lowest own class below its own, and is refused only if there is none.
  */
@@ -81,11 +82,17 @@ export function checkStep(m: Model): void {
   checkShedding(m);
 
   for (const c of m.calls) {
-    if (c.fromEv !== m.opEv || c.status !== "refused" || !c.roomOnArrival) continue;
+    if (c.fromEv !== m.opEv) continue;
+    if (c.noWait && c.status === "pending") v.push(`call #${c.id} with wait: false is waiting`);
+    if (c.status !== "refused" || !c.arrival.room) continue;
     const reason = (c.refusal as { reason?: string }).reason;
-    // "expected_wait" refusals of such arrivals are a known bug (test/regress/expected-wait-reserve.test.ts).
-    if (reason === "full")
+    // An interactive arrival with a free reserved slot refused as "expected_wait", or as
+    // "no_wait" behind non-interactive waiters, is a known bug
+    // (test/regress/expected-wait-reserve.test.ts); a refusal as "full" would be a new one.
+    if (reason === "full" && c.rank === 0 && !c.arrival.interactiveQueued)
       v.push(`interactive call #${c.id} refused as queue full though a slot was free for it`);
+    if (reason === "no_wait" && c.arrival.queueEmpty)
+      v.push(`call #${c.id} with wait: false refused though its lane was empty and had a slot for it`);
   }
 }
 

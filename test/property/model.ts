@@ -29,7 +29,15 @@ export const PRIORITY: readonly Priority[] = ["interactive", "default", "bulk"];
 export type Ending = "release" | "succeeded" | "fail503" | "refused" | "error" | "quota" | "dispose";
 
 export type Op =
-  | { t: "acquire"; lane: number; pri: Priority; key: "k1" | "k2" | undefined; abortable: boolean }
+  | {
+      t: "acquire";
+      lane: number;
+      pri: Priority;
+      key: "k1" | "k2" | undefined;
+      abortable: boolean;
+      /** `wait: false`: take a free slot now or be refused, never queue. */
+      noWait: boolean;
+    }
   | { t: "abort"; pick: number }
   | { t: "end"; pick: number; how: Ending; twice: Ending | undefined }
   | { t: "again"; pick: number; how: Ending | "retry" }
@@ -84,8 +92,9 @@ export interface Call {
   exitTime: number | undefined;
   settled: boolean;
   refusal: unknown;
-  /** Before arriving: an interactive call had a slot it may take (see invariants.ts, check 6). */
-  roomOnArrival: boolean;
+  noWait: boolean;
+  /** What the lane looked like just before this call arrived (invariants.ts, check 6). */
+  arrival: { room: boolean; queueEmpty: boolean; interactiveQueued: boolean };
 }
 
 /** A grant as published on `sluice:lease:grant`, with the lane's numbers at that instant. */
@@ -265,7 +274,7 @@ export class Model {
   #apply(op: Op): void {
     switch (op.t) {
       case "acquire":
-        this.#acquire(op.lane, op.pri, op.key, op.abortable);
+        this.#acquire(op);
         return;
       case "abort": {
         const waiting = this.calls.filter((c) => c.status === "pending" && c.controller !== undefined);
@@ -308,7 +317,7 @@ export class Model {
     return held[pick % Math.max(1, held.length)];
   }
 
-  #acquire(laneIndex: number, pri: Priority, key: "k1" | "k2" | undefined, abortable: boolean): void {
+  #acquire({ lane: laneIndex, pri, key, abortable, noWait }: Extract<Op, { t: "acquire" }>): void {
     const spec = this.setup.lanes[laneIndex % this.setup.lanes.length]!;
     const own = PRIORITY.indexOf(pri) as Rank;
     const rank = key === undefined ? own : (Math.max(own, KEY_CAP[key]!) as Rank);
@@ -330,10 +339,12 @@ export class Model {
       exitTime: undefined,
       settled: false,
       refusal: undefined,
-      roomOnArrival: rank === 0 && roomForInteractive(this.gov.snapshot(), spec.name),
+      noWait,
+      arrival: arrival(this.gov.snapshot(), spec.name, rank),
     };
     this.calls.push(call);
-    this.gov.acquire(spec.name, { priority: pri, key, signal: controller?.signal }).then(
+    const options = { priority: pri, key, signal: controller?.signal, ...(noWait ? { wait: false } : {}) };
+    this.gov.acquire(spec.name, options).then(
       (lease) => {
         call.settled = true;
         call.lease = lease;
@@ -456,12 +467,16 @@ export function podFree(p: Snapshot["pods"][number]): boolean {
   );
 }
 
-/** Whether an interactive arrival at `lane` would find a slot: lane (reserve included), group, pod. */
-export function roomForInteractive(s: Snapshot, lane: string): boolean {
+/** Whether a call of own class `rank` arriving at `lane` finds a slot (lane and its reserve, group, pod). */
+export function arrival(s: Snapshot, lane: string, rank: Rank): Call["arrival"] {
   const l = s.lanes.find((x) => x.lane === lane)!;
-  if (l.queued_by_priority.interactive > 0) return false;
-  if (l.inflight >= l.limit) return false;
-  if (s.groups.some((g) => g.inflight >= g.limit)) return false;
   const pods = s.pods.filter((p) => p.lane === lane);
-  return pods.length === 0 || pods.some(podFree);
+  return {
+    room:
+      l.inflight < l.limit - (rank === 0 ? 0 : l.reserve) &&
+      s.groups.every((g) => g.inflight < g.limit) &&
+      (pods.length === 0 || pods.some(podFree)),
+    queueEmpty: l.queued === 0,
+    interactiveQueued: l.queued_by_priority.interactive > 0,
+  };
 }

@@ -1,15 +1,17 @@
 /**
- * Found by the property suite (check 6): "say no at once" (DESIGN §1.1) estimates the wait from
- * the caller's position and the drain rate, but ignores that an interactive arrival may take a
- * free reserved slot at once. With a slow drain and a non-interactive call waiting, an
- * interactive call is refused (`expected_wait`) although the reserve is free for it.
+ * Found by the property suite (check 6): two refusals on arrival ignore that an interactive call
+ * may take a free reserved slot at once while non-interactive calls wait (DESIGN §1.1).
+ *  - "Say no at once" estimates the wait from the caller's position and the drain rate: with a
+ *    slow drain, the interactive call is refused (`expected_wait`) although the reserve is free.
+ *  - `wait: false` grants only when nobody waits in the lane, so it refuses (`no_wait`) the same
+ *    interactive call that a plain `acquire` grants at once.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
 
-describe("regress: expected-wait refusal and the reserve", () => {
+describe("regress: an interactive arrival that finds the reserve free", () => {
   test("an interactive arrival that finds the reserve free is granted, not refused as expected_wait", {
     todo: "bug: Scheduler.#enqueue refuses on expected wait before seeing a reserve slot is free",
   }, async () => {
@@ -48,5 +50,23 @@ describe("regress: expected-wait refusal and the reserve", () => {
     lease.release();
     d1.release();
     d2.release();
+  });
+
+  test("is granted with wait: false, as a waiting acquire would be at once", {
+    todo: "bug: Scheduler.admitNow grants only when the lane's queue is empty",
+  }, async () => {
+    const gov = new Governor({ clock: new ManualClock(), lanes: { L: { limit: 2, reserve: 1 } } });
+    const held = await gov.acquire("L");
+    const bulk = gov.acquire("L", { priority: "bulk" }); // waits: only the reserve is left
+    bulk.catch(() => {});
+    let lease: Lease | undefined;
+    try {
+      lease = await gov.acquire("L", { priority: "interactive", wait: false });
+    } catch (error) {
+      assert.fail(`refused with a free reserved slot: ${(error as Error).message}`);
+    }
+    assert.equal(gov.snapshot().lanes[0]!.inflight, 2);
+    lease.release();
+    held.release();
   });
 });
