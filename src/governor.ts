@@ -150,6 +150,7 @@ export class Governor implements TicketOwner {
       }
     }
     const t = new Ticket(this, laneState, rank as Rank, options.arrivedAt ?? now, key, options.tokens ?? 0);
+    if (signal !== undefined) t.signal = signal;
     let admitted: "granted" | "queued";
     try {
       admitted = options.wait === false ? this.#scheduler.admitNow(t, now) : this.#scheduler.admit(t, now);
@@ -165,14 +166,7 @@ export class Governor implements TicketOwner {
       t.reject = reject;
     });
     if (signal !== undefined) {
-      const onAbort = () => {
-        if (this.#scheduler.cancel(t, this.#clock.now())) {
-          this.#settleWaiter(t, signal.reason);
-          this.#arm();
-        }
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      t.detach = () => signal.removeEventListener("abort", onAbort);
+      this.#listenForAbort(t, signal);
     }
     this.#arm();
     return promise;
@@ -204,7 +198,9 @@ export class Governor implements TicketOwner {
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
-  laneStatus(lane: string): { inflight: number; queued: number; queueLimit: number; width: number } | undefined {
+  laneStatus(
+    lane: string,
+  ): { inflight: number; queued: number; queueLimit: number; width: number } | undefined {
     const l = this.#lanes.get(lane);
     if (l === undefined) return undefined;
     return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
@@ -295,11 +291,27 @@ export class Governor implements TicketOwner {
       this.#arm();
       return Promise.resolve(result === "dispatched");
     }
-    this.#arm();
-    return new Promise<boolean>((resolve, reject) => {
+    const waiting = new Promise<boolean>((resolve, reject) => {
       t.resolve = () => resolve(true);
       t.reject = reject;
     });
+    if (t.signal?.aborted) {
+      if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, t.signal.reason);
+    } else if (t.signal) this.#listenForAbort(t, t.signal);
+    this.#arm();
+    return waiting;
+  }
+
+  /** While `t` waits, an abort removes it and rejects with `signal.reason` (STYLE G9). */
+  #listenForAbort(t: Ticket, signal: AbortSignal): void {
+    const onAbort = () => {
+      if (this.#scheduler.cancel(t, this.#clock.now())) {
+        this.#settleWaiter(t, signal.reason);
+        this.#arm();
+      }
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    t.detach = () => signal.removeEventListener("abort", onAbort);
   }
 
   #settleWaiter(t: Ticket, error: unknown): void {
@@ -308,7 +320,8 @@ export class Governor implements TicketOwner {
     const { resolve, reject } = t;
     t.resolve = t.reject = null;
     if (error === undefined) {
-      if (grantChannel.hasSubscribers) grantChannel.publish(t);
+      // A ticket granted by its own admit pass has no resolver yet; acquire() publishes it.
+      if (resolve !== null && grantChannel.hasSubscribers) grantChannel.publish(t);
       resolve?.(t);
     } else reject?.(error);
   }

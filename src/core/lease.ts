@@ -72,6 +72,8 @@ export class Ticket implements Lease, QueueNode, GrantRecord {
   /** Settles the caller's promise; set by the owner while the ticket waits. */
   resolve: ((lease: Lease) => void) | null = null;
   reject: ((error: unknown) => void) | null = null;
+  /** The caller's signal, kept so a re-dispatch that waits again can still be aborted. */
+  signal: AbortSignal | null = null;
   /** Owner-private hook to detach an abort listener at grant. */
   detach: (() => void) | null = null;
 

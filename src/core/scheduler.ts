@@ -89,7 +89,7 @@ export class Scheduler {
     const key = t.key;
     if (key !== null && key.full) throw this.#refuse(lane, keyLimit(key, lane));
     t.enqueuedAt = nowMs;
-    if (this.#grantNow(lane, t, nowMs)) return "granted";
+    if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
     this.pass(nowMs);
     return (t.state as string) === "granted" ? "granted" : "queued";
@@ -105,12 +105,27 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * With others waiting, an arrival can still be the one a pass would grant now — an interactive
+   * call and a free reserve slot the waiters may not take. Queue it for one pass (no refusal
+   * rules apply to a call granted at once) and take it back out if the pass did not grant it.
+   */
+  #grantAsWaiter(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
+    if (lane.queue.size === 0 || lane.inflight >= lane.limit) return false;
+    if (t.key !== null) t.key.queued++;
+    lane.queue.push(t);
+    this.pass(nowMs);
+    if ((t.state as string) === "granted") return true;
+    this.#remove(lane, t, nowMs);
+    return false;
+  }
+
   /** Grants `t` only if its whole path has room now; never queues (shadow mode, `wait: false`). */
   admitNow(t: Ticket, nowMs: number): "granted" {
     const lane = t.laneRef;
     if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
     t.enqueuedAt = nowMs;
-    if (this.#grantNow(lane, t, nowMs)) return "granted";
+    if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     throw this.#queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
   }
 
@@ -123,6 +138,8 @@ export class Scheduler {
     const queue = lane.queue;
     if (queue.size === 0 && lane.inflight < lane.limit - (rank === 0 ? 0 : lane.settings.reserve))
       return null;
+    // An interactive call takes a free reserve slot ahead of waiters that may not use it.
+    if (rank === 0 && lane.inflight < lane.limit && queue.head(0) === null) return null;
     const position = queue.positionForArrival(rank);
     if (lane.hold.samples >= 5) {
       const expected = expectedWaitMs(position, lane.width, lane.hold);
@@ -260,7 +277,11 @@ export class Scheduler {
    */
   redispatch(t: Ticket, outcome: Outcome, nowMs: number): "dispatched" | "queued" | "denied" {
     const lane = t.laneRef;
-    if (t.state !== "granted" || lane.pods === null) return "denied";
+    if (t.state !== "granted") return "denied";
+    if (lane.pods === null) {
+      this.end(t, outcome, nowMs); // nowhere else to send it: the refusal ends the call
+      return "denied";
+    }
     const allowed =
       t.attempts < MAX_ATTEMPTS &&
       lane.retryTokens >= RETRY_COST &&
@@ -287,7 +308,25 @@ export class Scheduler {
       if (this.#waiting.size > 0) this.pass(nowMs);
       return "dispatched";
     }
-    // No other pod now: give back the lane slot and wait again, keeping the arrival time.
+    // No other pod now: wait again, keeping the arrival time, within the queue bound. An earlier
+    // arrival keeps its place over a newer waiter of its class or any of a lower class.
+    const queue = lane.queue;
+    if (queue.size >= lane.settings.queueLimit) {
+      const newer = queue.tail(t.rank);
+      // Same arrival time: the re-dispatched call was admitted first.
+      const victim =
+        queue.newestBelow(t.rank) ?? (newer !== null && newer.arrivedAt >= t.arrivedAt ? newer : null);
+      if (victim === null) {
+        t.podRef = null; // its pod attempt was settled above
+        this.end(t, outcome, nowMs);
+        return "denied";
+      }
+      this.#remove(lane, victim, nowMs);
+      this.#reject(
+        victim,
+        this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
+      );
+    }
     lane.inflight--;
     for (const g of lane.groups) g.give();
     if (t.key !== null) {

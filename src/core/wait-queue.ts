@@ -43,6 +43,11 @@ export class WaitQueue<T extends QueueNode> {
     return this.#heads[rank];
   }
 
+  /** The newest waiter of own class `rank`. */
+  tail(rank: Rank): T | null {
+    return this.#tails[rank];
+  }
+
   /** The waiter that has waited longest in this queue (earliest enqueue): the next deadline. */
   get earliestEnqueued(): T | null {
     return this.#dhead;

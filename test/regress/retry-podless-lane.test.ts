@@ -11,9 +11,7 @@ import { ManualClock } from "../../src/testing.js";
 import { tick, track } from "./helpers.js";
 
 describe("regress: retry() on a lane without pods", () => {
-  test("resolves false and releases the lease, as documented", {
-    todo: "bug: Scheduler.redispatch returns 'denied' for a pod-less lane without calling end()",
-  }, async () => {
+  test("resolves false and releases the lease, as documented", async () => {
     const gov = new Governor({
       clock: new ManualClock(),
       groups: { g: { limit: 4 } },

@@ -37,9 +37,7 @@ async function setup() {
 }
 
 describe("regress: a re-dispatch that waits again", () => {
-  test("keeps the lane's queue bound", {
-    todo: "bug: Scheduler.redispatch pushes to a full queue without shedding or refusing",
-  }, async () => {
+  test("keeps the lane's queue bound", async () => {
     const { gov } = await setup();
     const l1 = await gov.acquire("P");
     await gov.acquire("P");
@@ -53,9 +51,7 @@ describe("regress: a re-dispatch that waits again", () => {
     assert.ok(lane.queued <= lane.queue_limit, `${lane.queued} queued > queue limit ${lane.queue_limit}`);
   });
 
-  test("is removed by the call's AbortSignal", {
-    todo: "bug: the abort listener is detached at the first grant and not re-attached when a retry waits",
-  }, async () => {
+  test("is removed by the call's AbortSignal", async () => {
     const { gov } = await setup();
     const ac = new AbortController();
     const l1 = await gov.acquire("P", { signal: ac.signal });
