@@ -20,6 +20,18 @@ export interface LaneSettings {
   fallback: string | undefined;
 }
 
+/**
+ * Re-dispatch budget, counted in tenths of a re-dispatch so it stays exact: each success earns
+ * one tenth, each re-dispatch costs ten (DESIGN §1.3: ≤ 1.1 attempts per call).
+ */
+export const RETRY_EARN = 1;
+export const RETRY_COST = 10;
+/**
+ * The re-dispatch bank holds at most 3 tokens: a bank of 20 % of a busy lane would let an outage
+ * exceed 1.1 attempts per call before it runs dry (docs/adaptive.md, dead-fleet scenario).
+ */
+export const RETRY_BANK = 3 * RETRY_COST;
+
 /** `saturated` = queued > 0 held continuously for this long (DESIGN §4). */
 export const SATURATED_AFTER_MS = 60_000;
 
@@ -32,7 +44,7 @@ export class Lane<T extends QueueNode = QueueNode> {
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
   /** Re-dispatch budget (DESIGN §1.3) in tenths: earned by successes, spent by re-dispatches. */
-  retryTokens = 0;
+  retryTokens = RETRY_BANK; // a new lane can re-dispatch at once (a fresh gateway, a dead first pod)
   /** Re-dispatches in progress now. */
   redispatching = 0;
 

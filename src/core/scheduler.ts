@@ -11,7 +11,7 @@
 import type { KeyBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
-import type { Lane } from "./lane.js";
+import { type Lane, RETRY_BANK, RETRY_COST, RETRY_EARN } from "./lane.js";
 import type { Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
 import type { Pod } from "./pod.js";
@@ -51,17 +51,6 @@ export interface WidthEvent {
   ceiling: number;
 }
 
-/**
- * Re-dispatch budget, counted in tenths of a re-dispatch so it stays exact: each success earns
- * one tenth, each re-dispatch costs ten (DESIGN §1.3: ≤ 1.1 attempts per call).
- */
-const RETRY_EARN = 1;
-const RETRY_COST = 10;
-/**
- * The re-dispatch bank holds at most 3 tokens: a bank of 20 % of a busy lane would let an outage
- * exceed 1.1 attempts per call before it runs dry (docs/adaptive.md, dead-fleet scenario).
- */
-const RETRY_BANK = 3 * RETRY_COST;
 /** At most this many attempts per call (first + re-dispatches). */
 export const MAX_ATTEMPTS = 3;
 

@@ -91,10 +91,21 @@ describe("re-dispatch", () => {
     assert.equal(r.gov.snapshot().lanes[0]!.inflight, 0);
   });
 
-  test("re-dispatch is paid for by successes: a lane with no history may not re-dispatch", async () => {
+  test("re-dispatch is paid for by successes: once the bank of 3 is spent, refusals end calls", async () => {
     const r = rig({ limit: 32, pods: pods(2, 16) });
+    for (let i = 0; i < 3; i++) {
+      const [spend] = await acquireNow(r.gov, 1);
+      assert.equal(await spend!.retry({ refused: true }), true, "a new lane starts with 3 banked");
+      spend!.succeeded(); // earns back a tenth
+      r.clock.advance(1000);
+    }
+    await earn(r, 7); // 3 + 7 successes = 1.0 re-dispatch
+    const [drained] = await acquireNow(r.gov, 1);
+    assert.equal(await drained!.retry({ refused: true }), true);
+    drained!.succeeded();
+    r.clock.advance(1000);
     const [lease] = await acquireNow(r.gov, 1);
-    assert.equal(await lease!.retry({ refused: true }), false, "no budget yet: the refusal ends the call");
+    assert.equal(await lease!.retry({ refused: true }), false, "budget spent: the refusal ends the call");
     await earn(r, 10); // ten successes = one re-dispatch
     const [next] = await acquireNow(r.gov, 1);
     assert.equal(await next!.retry({ refused: true }), true);
