@@ -86,8 +86,13 @@ export class Gateway {
     this.#poller = new SaturationPoller(config.models, this.governor, this.#log);
     this.server = createServer(
       {
+        // Slowloris: headers must arrive within header_timeout_s. Node checks that only every
+        // connectionsCheckingInterval (30 s by default), so check often enough to mean it.
         headersTimeout: config.admission.headerTimeoutMs,
-        requestTimeout: config.admission.bodyTimeoutMs + config.admission.headerTimeoutMs,
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, config.admission.headerTimeoutMs / 4)),
+        // Node's whole-request timeout would also count time a streamed-through body waits in
+        // the queue; the body phases enforce body_timeout_s from when they start reading.
+        requestTimeout: 0,
         keepAliveTimeout: 5000,
       },
       (req, res) => void this.handle(req, res),
@@ -231,7 +236,12 @@ export class Gateway {
       let stream = false;
       let tokens = 0;
       if (lane === undefined) {
-        body = await readBody(req, this.#config.admission.maxBodyBytes, this.#buffers);
+        body = await readBody(
+          req,
+          this.#config.admission.maxBodyBytes,
+          this.#buffers,
+          this.#config.admission.bodyTimeoutMs,
+        );
         bodyBytes = body.length;
         const parsed = parseRequestBody(body, req.headers["content-type"]);
         lane ??= parsed.model;
@@ -251,6 +261,10 @@ export class Gateway {
         model: lane,
         path: url,
         body,
+        limits: {
+          maxBodyBytes: this.#config.admission.maxBodyBytes,
+          bodyTimeoutMs: this.#config.admission.bodyTimeoutMs,
+        },
         stream,
         signal: abort.signal,
         extraHeaders: {
@@ -303,7 +317,8 @@ export class Gateway {
     const opts = { priority, tokens, signal, ...(key ? { key } : {}) };
     if (model.mode === "enforce") {
       try {
-        return await this.governor.acquire(model.name, opts);
+        // All pods tripped and no fallback: say so at once (503 upstream_unavailable, §3.2).
+        return await this.governor.acquire(model.name, { ...opts, failFast: true });
       } catch (error) {
         if (signal.aborted) return undefined;
         throw error;

@@ -13,6 +13,7 @@ export type BadInputCode =
   | "body_too_large"
   | "unsupported_media_type"
   | "method_not_allowed"
+  | "request_timeout"
   | "draining";
 
 /** A request sluice will not carry, with the status and the place that was wrong. */
@@ -54,7 +55,10 @@ export function sendHttpError(res: ServerResponse, error: HttpError, requestId: 
     "x-sluice-reason": error.code,
   };
   if (error.status === 401) headers["www-authenticate"] = 'Bearer realm="sluice"';
-  if (error.status === 503) headers["retry-after"] = "1";
+  if (error.status === 503) {
+    headers["retry-after"] = "1";
+    headers["retry-after-ms"] = "1000";
+  }
   if (close) headers.connection = "close";
   res.writeHead(error.status, headers);
   res.end(body);

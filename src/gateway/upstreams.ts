@@ -53,7 +53,9 @@ export class Upstreams {
         const url = new URL(pod.url);
         this.#pods.set(pod.url, {
           pool: new Pool(url.origin, {
-            connections: pod.maxInflight,
+            // Enforce mode never has more than max_inflight on a pod; shadow mode lets calls
+            // through past it, and a pool of max_inflight would queue them here instead.
+            connections: model.mode === "shadow" ? null : pod.maxInflight,
             pipelining: 1,
             keepAliveTimeout: 30_000,
             headersTimeout: timeouts.headersTimeoutMs,

@@ -6,11 +6,14 @@
  * replayed and nothing has been sent to the client. The outcome goes to the lease (AIMD, breaker).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import { classifyOutcome } from "../../core/outcome.js";
+import { HttpError } from "../http-error.js";
 import { responseHeaders, type Upstreams } from "../upstreams.js";
 import { type TokenUsage, UsageTap } from "../usage.js";
+import { limitedBody } from "./read-body.js";
 
 /** What the settle phase needs to know about the dispatch. */
 export interface DispatchResult {
@@ -32,6 +35,8 @@ export interface DispatchInput {
   path: string;
   /** The buffered body (replayable), or null to stream `req` through. */
   body: Buffer | null;
+  /** Bounds for a body streamed through. */
+  limits: { maxBodyBytes: number; bodyTimeoutMs: number };
   stream: boolean;
   signal: AbortSignal;
   /** Headers sluice adds to the answer. */
@@ -59,7 +64,10 @@ export async function dispatch(upstreams: Upstreams, input: DispatchInput): Prom
         path: target.basePath + input.path,
         method: req.method as Dispatcher.HttpMethod,
         headers,
-        body: body ?? req,
+        // undici accepts an async iterable body; its typings list only Readable.
+        body:
+          body ??
+          (limitedBody(req, input.limits.maxBodyBytes, input.limits.bodyTimeoutMs) as unknown as Readable),
         signal: input.signal,
       });
     } catch (error) {
@@ -67,6 +75,12 @@ export async function dispatch(upstreams: Upstreams, input: DispatchInput): Prom
         result.clientGone = true;
         lease.release(); // a client abort says nothing about the pod
         return result;
+      }
+      // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
+      const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
+      if (own instanceof HttpError) {
+        lease.release();
+        throw own;
       }
       // Refused before any response byte: the pod never started it; try another one.
       if (body !== null && classifyOutcome(error).kind === "congestion" && (await lease.retry(error)))

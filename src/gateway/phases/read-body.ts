@@ -1,8 +1,9 @@
 /**
  * Phase 3 (DESIGN §3.1): read the body within `max_body_bytes` for this request and
  * `max_buffered_bytes` for all requests together (413 past either). A declared
- * `Content-Length` over the bound is refused before one byte is read. Slow senders are bounded
- * by the server's request timeout (slowloris), not here.
+ * `Content-Length` over the bound is refused before one byte is read, and a body must arrive
+ * within `body_timeout_s` of when reading starts (slowloris). A body streamed straight through
+ * gets the same two bounds from {@link limitedBody} while it is forwarded.
  */
 import type { IncomingMessage } from "node:http";
 import { HttpError } from "../http-error.js";
@@ -41,11 +42,24 @@ export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number):
  * Reads the whole body; charges its bytes to `budget` as they arrive (the caller gives them back
  * with `budget.used -= body.length` when the request ends, or on failure via the returned count).
  */
-export function readBody(req: IncomingMessage, maxBodyBytes: number, budget: BufferBudget): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  maxBodyBytes: number,
+  budget: BufferBudget,
+  bodyTimeoutMs: number,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // A body trickled slower than body_timeout_s is cut off (slowloris bodies).
+    const timer = setTimeout(() => {
+      fail(
+        new HttpError(408, "request_timeout", `the body did not arrive within ${bodyTimeoutMs} ms`, "body"),
+      );
+      req.socket.destroySoon();
+    }, bodyTimeoutMs);
     const fail = (error: Error) => {
+      clearTimeout(timer);
       budget.used -= size;
       size = 0;
       req.off("data", onData);
@@ -73,7 +87,10 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, budget: Buf
       }
       chunks.push(chunk);
     };
-    const onEnd = () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    const onEnd = () => {
+      clearTimeout(timer);
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
     const onError = (error: Error) => fail(error);
     const onAborted = () => fail(new Error("client aborted the upload"));
     req.on("data", onData);
@@ -81,4 +98,34 @@ export function readBody(req: IncomingMessage, maxBodyBytes: number, budget: Buf
     req.on("error", onError);
     req.on("aborted", onAborted);
   });
+}
+
+/**
+ * The request body as forwarded when the lane is known before it is read: bytes pass through as
+ * they arrive, but past `maxBodyBytes`, or slower than `bodyTimeoutMs` from the first read, the
+ * upload fails with the 413/408 the buffered path would give.
+ */
+export async function* limitedBody(
+  req: IncomingMessage,
+  maxBodyBytes: number,
+  bodyTimeoutMs: number,
+): AsyncGenerator<Buffer> {
+  const timer = setTimeout(
+    () =>
+      req.destroy(
+        new HttpError(408, "request_timeout", `the body did not arrive within ${bodyTimeoutMs} ms`, "body"),
+      ),
+    bodyTimeoutMs,
+  );
+  let size = 0;
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBodyBytes)
+        throw new HttpError(413, "body_too_large", `the body exceeds ${maxBodyBytes} bytes`, "body");
+      yield chunk;
+    }
+  } finally {
+    clearTimeout(timer);
+  }
 }
