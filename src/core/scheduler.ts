@@ -300,6 +300,12 @@ export class Scheduler {
     // No other pod now: wait again, keeping the arrival time, within the queue bound. An earlier
     // arrival keeps its place over a newer waiter of its class or any of a lower class.
     const queue = lane.queue;
+    if (lane.allTripped(nowMs)) {
+      // Every pod is isolated: waiting would only run into the queue timeout.
+      t.podRef = null; // its pod attempt was settled above
+      this.end(t, outcome, nowMs);
+      return "denied";
+    }
     if (queue.size >= lane.settings.queueLimit) {
       const newer = queue.tail(t.rank);
       // Same arrival time: the re-dispatched call was admitted first.

@@ -258,7 +258,7 @@ export class Gateway {
         req,
         res,
         lease,
-        model: lane,
+        model: lease.lane, // the fallback model when the first choice was tripped
         path: url,
         body,
         limits: {
@@ -269,7 +269,7 @@ export class Gateway {
         signal: abort.signal,
         extraHeaders: {
           "x-sluice-request-id": id,
-          "x-sluice-lane": lane,
+          "x-sluice-lane": lease.lane,
           "x-sluice-priority": lease.priority,
         },
       });

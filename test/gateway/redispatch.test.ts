@@ -11,10 +11,9 @@ const CALLS = 12;
 /** At most this many upstream attempts per call (src/core/scheduler.ts MAX_ATTEMPTS). */
 const MAX_ATTEMPTS = 3;
 /**
- * Re-dispatch is a retry with a budget (DESIGN §1.3): each first attempt earns 0.1 of a retry,
- * starting from none, so a fresh lane re-dispatches nothing until about ten calls went through.
- * (Eleven in practice: ten additions of 0.1 sum to 0.9999999999999999.) Each suite first sends
- * this many calls while every pod is healthy.
+ * Re-dispatch is a retry with a budget (DESIGN §1.3): a lane starts with 3 banked and each
+ * success earns 0.1 more (at most 3). Each suite first sends calls while every pod is healthy,
+ * so the budget is the steady-state one, not the fresh one.
  */
 const WARM_UP = 31;
 
