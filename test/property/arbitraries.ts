@@ -4,21 +4,35 @@ import { assertClean, checkOrder, checkStep, drainAndCheck } from "./invariants.
 import type { Ending, Op, Setup } from "./model.js";
 import { Model } from "./model.js";
 
-const ending = fc.constantFrom<Ending>(
-  "release",
-  "succeeded",
-  "fail503",
-  "refused",
-  "error",
-  "quota",
-  "dispose",
-);
+/**
+ * How leases end. Successes weigh `successWeight` against 1 for each other ending: on a pod lane
+ * successes earn the re-dispatch budget (a tenth of a retry each), so a pod-heavy run needs
+ * many of them before `retry()` is allowed at all.
+ */
+function endingArb(successWeight: number): fc.Arbitrary<Ending> {
+  return fc.oneof(
+    { weight: successWeight, arbitrary: fc.constant<Ending>("succeeded") },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom<Ending>("release", "fail503", "refused", "error", "quota", "dispose"),
+    },
+  );
+}
 
-/** Operations over `lanes` lanes; `retry` only when some lane has pods. */
-export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
+/**
+ * Operations over `lanes` lanes; `retry` (weight `retryWeight` against 10 for endings) only when
+ * some lane has pods.
+ */
+export function opArb(
+  lanes: number,
+  withRetry: boolean,
+  successWeight = 1,
+  retryWeight = 6,
+): fc.Arbitrary<Op> {
+  const ending = endingArb(successWeight);
   const ops: fc.WeightedArbitrary<Op>[] = [
     {
-      weight: 8,
+      weight: 16,
       arbitrary: fc.record({
         t: fc.constant("acquire" as const),
         lane: fc.nat(lanes - 1),
@@ -28,9 +42,9 @@ export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
         noWait: fc.constantFrom(false, false, false, false, false, true),
       }),
     },
-    { weight: 2, arbitrary: fc.record({ t: fc.constant("abort" as const), pick: fc.nat(20) }) },
+    { weight: 4, arbitrary: fc.record({ t: fc.constant("abort" as const), pick: fc.nat(20) }) },
     {
-      weight: 5,
+      weight: 10,
       arbitrary: fc.record({
         t: fc.constant("end" as const),
         pick: fc.nat(20),
@@ -39,7 +53,7 @@ export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
       }),
     },
     {
-      weight: 1,
+      weight: 2,
       arbitrary: fc.record({
         t: fc.constant("again" as const),
         pick: fc.nat(20),
@@ -47,7 +61,7 @@ export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
       }),
     },
     {
-      weight: 4,
+      weight: 8,
       arbitrary: fc.record({
         t: fc.constant("advance" as const),
         // Mostly short steps (aging and cooldowns happen between arrivals), some past a timeout.
@@ -60,7 +74,7 @@ export function opArb(lanes: number, withRetry: boolean): fc.Arbitrary<Op> {
   ];
   if (withRetry)
     ops.push({
-      weight: 3,
+      weight: retryWeight,
       arbitrary: fc.record({
         t: fc.constant("retry" as const),
         pick: fc.nat(20),

@@ -132,13 +132,13 @@ export class Model {
   };
   /** Grants published during the current step, in order. */
   grants: Grant[] = [];
+  /** The call whose signal this step aborted, and its status just before. */
+  aborted: { call: Call; status: Status } | undefined;
   ev = 0;
   opEv = 0;
   /** Pod in-flight counts after the previous step (a cut may leave a pod above its new width). */
   prevPodInflight = new Map<string, number>();
-  /** Lane queue lengths after the previous step. */
-  prevLaneQueued = new Map<string, number>();
-  lastOp: Op | undefined;
+
   readonly #published = new Set<Lease>();
   readonly #onGrant = (message: unknown) => this.#grant(message as Lease);
 
@@ -197,9 +197,12 @@ export class Model {
   #grant(lease: Lease): void {
     // The diagnostics channel is process-wide: only this governor's lanes concern this model.
     if (this.setup.lanes.every((l) => l.name !== lease.lane)) return;
-    // A lease is published once per grant; a second publication with no re-dispatch in between
-    // is the double publish test/regress/grant-channel.test.ts pins, not a second grant.
-    if (this.#published.has(lease)) return;
+    // A lease is published once per grant: again only after a re-dispatch that waited again
+    // (test/regress/grant-channel.test.ts).
+    if (this.#published.has(lease)) {
+      this.violations.push(`a lease of ${lease.lane} was published as granted twice`);
+      return;
+    }
     this.#published.add(lease);
     this.ev++;
     this.stats.grants++;
@@ -246,7 +249,7 @@ export class Model {
     this.ev++;
     this.opEv = this.ev;
     this.grants = [];
-    this.lastOp = op;
+    this.aborted = undefined;
     this.#apply(op);
     await tick();
     for (const g of this.grants) {
@@ -277,9 +280,9 @@ export class Model {
         this.#acquire(op);
         return;
       case "abort": {
-        const waiting = this.calls.filter((c) => c.status === "pending" && c.controller !== undefined);
-        const call = waiting[op.pick % Math.max(1, waiting.length)];
+        const call = pick(this.abortable(), op.pick);
         if (call === undefined) return;
+        this.aborted = { call, status: call.status };
         call.abortReason = new Error(`abort #${call.id}`);
         call.controller!.abort(call.abortReason);
         this.stats.aborts++;
@@ -312,9 +315,25 @@ export class Model {
     }
   }
 
-  pickHeld(pick: number): Call | undefined {
-    const held = this.calls.filter((c) => c.status === "held");
-    return held[pick % Math.max(1, held.length)];
+  pickHeld(index: number): Call | undefined {
+    return pick(
+      this.calls.filter((c) => c.status === "held"),
+      index,
+    );
+  }
+
+  /**
+   * Calls whose signal may still be aborted: waiting ones (the abort removes them), held ones
+   * (the abort must change nothing, but a later re-dispatch that waits again is cancelled at
+   * once) and re-dispatches waiting again.
+   */
+  abortable(): Call[] {
+    return this.calls.filter(
+      (c) =>
+        c.controller !== undefined &&
+        !c.controller.signal.aborted &&
+        (c.status === "pending" || c.status === "held" || c.status === "retrying"),
+    );
   }
 
   #acquire({ lane: laneIndex, pri, key, abortable, noWait }: Extract<Op, { t: "acquire" }>): void {
@@ -423,7 +442,10 @@ export class Model {
       (error: unknown) => {
         call.retryPending = false;
         call.status = "ended";
-        if (isQueueTimeoutError(error)) this.stats.retriesTimedOut++;
+        if (call.abortReason !== undefined && error === call.abortReason) {
+          call.status = "aborted";
+          call.exitEv = this.opEv;
+        } else if (isQueueTimeoutError(error)) this.stats.retriesTimedOut++;
         else if (isQueueFullError(error) && error.reason === "shed") {
           call.status = "shed";
           call.exitEv = this.opEv;
@@ -432,6 +454,10 @@ export class Model {
       },
     );
   }
+}
+
+function pick<T>(items: readonly T[], index: number): T | undefined {
+  return items[index % Math.max(1, items.length)];
 }
 
 const ENDINGS: Record<Ending, (lease: Lease) => void> = {

@@ -52,9 +52,10 @@ describe("scheduler invariants: a lane served by pods", () => {
   });
 
   test("hold when most traffic goes to the pod lane", async () => {
-    // Lane index 2 (P) for most arrivals: widths are cut, breakers trip and re-dispatch budgets
-    // fill up, which the mixed run reaches less often.
-    const podHeavy = opArb(3, true).map((op) =>
+    // Lane index 2 (P) for most arrivals and mostly successful endings: widths are cut and grow
+    // back, breakers trip and close, and successes earn re-dispatches (one per ten), which the
+    // mixed run reaches less often.
+    const podHeavy = opArb(3, true, 18, 1).map((op) =>
       op.t === "acquire" && op.lane !== 2 && op.abortable ? { ...op, lane: 2 } : op,
     );
     await fc.assert(

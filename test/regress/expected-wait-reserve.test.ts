@@ -1,10 +1,11 @@
 /**
- * Found by the property suite (check 6): two refusals on arrival ignore that an interactive call
- * may take a free reserved slot at once while non-interactive calls wait (DESIGN §1.1).
- *  - "Say no at once" estimates the wait from the caller's position and the drain rate: with a
- *    slow drain, the interactive call is refused (`expected_wait`) although the reserve is free.
- *  - `wait: false` grants only when nobody waits in the lane, so it refuses (`no_wait`) the same
- *    interactive call that a plain `acquire` grants at once.
+ * Found by the property suite (check 6), fixed in 8f36e3a: two refusals on arrival ignored that
+ * an interactive call may take a free reserved slot at once while non-interactive calls wait
+ * (DESIGN §1.1).
+ *  - "Say no at once" estimated the wait from the caller's position and the drain rate: with a
+ *    slow drain, the interactive call was refused (`expected_wait`) although the reserve was free.
+ *  - `wait: false` granted only when nobody waited in the lane, so it refused (`no_wait`) the
+ *    same interactive call that a plain `acquire` grants at once.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

@@ -1,9 +1,8 @@
 /**
- * Found by the property suite's grant log: `Governor.acquire` publishes on
- * `sluice:lease:grant` when `admit` says "granted", but when the arrival was queued and then
- * granted by the same pass (an interactive call taking the reserve while others wait), the
- * pass has already published it through `#settleWaiter`. Subscribers (tracing, metrics) count
- * that grant twice.
+ * Found by the property suite's grant log, fixed in 8f36e3a: when an arrival was queued and then
+ * granted by its own admit pass (an interactive call taking the reserve while others wait),
+ * `sluice:lease:grant` carried it twice — once from the pass, once from `acquire`. Subscribers
+ * (tracing, metrics) counted that grant twice.
  */
 import assert from "node:assert/strict";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";

@@ -1,8 +1,8 @@
 /**
- * Found reading lease.ts against scheduler.ts: `Lease.retry()` is documented to resolve false
- * with the lease released, but on a lane without pods `Scheduler.redispatch` answers "denied"
- * without ending the ticket. A caller that trusts the contract never releases, and the slot is
- * lost for good (lane, group and key).
+ * Found reading lease.ts against scheduler.ts, fixed in 8f36e3a: `Lease.retry()` is documented to
+ * resolve false with the lease released, but on a lane without pods it resolved false and kept
+ * the slot. A caller that trusts the contract never releases, and the slot was lost for good
+ * (lane, group and key).
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";

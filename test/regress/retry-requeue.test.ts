@@ -1,10 +1,10 @@
 /**
- * Found by the property suite (pod lane): when `lease.retry()` finds no other pod, the call
- * gives back its lane slot and waits again at its first arrival's place (DESIGN §1.3). That
- * wait skips two rules every other wait keeps:
- *  - the queue bound: it is pushed even when the queue is already at `queueLimit`;
- *  - the call's AbortSignal (STYLE G9): the abort listener was removed at the first grant, so
- *    an abort leaves it waiting until its queue timeout.
+ * Found by the property suite (pod lane), fixed in 8f36e3a: when `lease.retry()` finds no other
+ * pod, the call gives back its lane slot and waits again at its first arrival's place (DESIGN
+ * §1.3). That wait skipped two rules every other wait keeps:
+ *  - the queue bound: it was pushed even when the queue was already at `queueLimit`;
+ *  - the call's AbortSignal (STYLE G9): the abort listener was removed at the first grant, so an
+ *    abort left it waiting until its queue timeout.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -12,7 +12,7 @@ import { Governor } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
 import { tick, track } from "./helpers.js";
 
-/** A lane of two one-slot pods whose re-dispatch budget is earned (10 first grants = 1 retry). */
+/** A lane of two one-slot pods with re-dispatch budget to spend (ten successes earn one). */
 async function setup() {
   const clock = new ManualClock();
   const gov = new Governor({
