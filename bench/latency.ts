@@ -1,0 +1,71 @@
+/**
+ * (e) sluice's grant latency with a deep queue: the time from a `release()` call to the granted
+ * waiter's continuation running (the code after its `await gov.acquire(...)`).
+ *
+ * Steady state: limit 64, all 64 slots held, `queued` waiters behind them (classes round-robin).
+ * Each step releases one held lease; the waiter it grants records the hand-off time, keeps the
+ * lease, and a fresh waiter joins the tail first, so the queue stays at `queued`. Measured with
+ * `process.hrtime.bigint()`; the first `warm` hand-offs are not recorded.
+ */
+import { Governor, type Lease, type Priority } from "../src/index.js";
+
+const now = process.hrtime.bigint;
+const PRIORITIES: readonly Priority[] = ["interactive", "default", "bulk"];
+
+export interface LatencyResult {
+  samples: number;
+  queued: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+}
+
+export async function grantLatency(queued = 10_000, samples = 10_000, warm = 2_000): Promise<LatencyResult> {
+  const limit = 64;
+  const gov = new Governor({
+    lanes: { l: { limit, queueLimit: 200_000, queueTimeoutMs: 3_600_000, reserve: 0 } },
+  });
+  const held: Lease[] = [];
+  const lat = new Float64Array(samples);
+  let recorded = 0;
+  let recording = false;
+  let releasedAt = 0n;
+  let granted: (() => void) | null = null;
+  let joined = 0;
+
+  const waiter = async (priority: Priority) => {
+    const lease = await gov.acquire("l", { priority });
+    const t = now();
+    if (recording) lat[recorded++] = Number(t - releasedAt);
+    held.push(lease);
+    const wake = granted;
+    granted = null;
+    wake?.();
+  };
+
+  for (let i = 0; i < limit + queued; i++) void waiter(PRIORITIES[joined++ % 3]!);
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const depth = gov.snapshot().lanes[0]!.queued;
+  if (held.length !== limit || depth !== queued)
+    throw new Error(`setup: ${held.length} held, ${depth} queued`);
+
+  for (let step = 0; step < warm + samples; step++) {
+    recording = step >= warm;
+    void waiter(PRIORITIES[joined++ % 3]!);
+    const lease = held.shift()!;
+    const next = new Promise<void>((resolve) => {
+      granted = resolve;
+    });
+    releasedAt = now();
+    lease.release();
+    await next;
+  }
+  const endDepth = gov.snapshot().lanes[0]!.queued;
+  if (recorded !== samples || endDepth !== queued)
+    throw new Error(`run: ${recorded} samples, ${endDepth} queued`);
+  gov.close();
+
+  lat.sort();
+  const q = (p: number) => lat[Math.min(samples - 1, Math.ceil(p * samples) - 1)]! / 1000;
+  return { samples, queued, p50Us: q(0.5), p99Us: q(0.99), maxUs: lat[samples - 1]! / 1000 };
+}
