@@ -61,7 +61,20 @@ export interface WidthState {
   succeededSinceCut: boolean;
   /** Factor of a repeat cut. */
   decrease: number;
+  /**
+   * In flight at the last refusal: the pod's observed breaking point, 0 when unknown. Growing
+   * back to it is cautious (one step per {@link PROBE_RTTS} round trips), so a pod whose true
+   * capacity sits just below it is not refused every few round trips.
+   */
+  breakPoint: number;
 }
+
+/**
+ * Round trips per +1 when the next step would reach the last breaking point (CUBIC's plateau
+ * near W_max, in AIMD's terms). With a small pod (capacity 4), probing every round trip would
+ * refuse one call in five.
+ */
+export const PROBE_RTTS = 8;
 
 /** Options for {@link AimdWidth}. */
 export interface AimdOptions {
@@ -95,6 +108,7 @@ export class AimdWidth implements WidthAlgorithm {
         ssthresh: 0,
         succeededSinceCut: true,
         decrease: options.decrease ?? 0.8,
+        breakPoint: 0,
       };
     }
   }
@@ -128,8 +142,11 @@ export class AimdWidth implements WidthAlgorithm {
       if (s.width >= s.ssthresh) s.ssthresh = 0;
       return;
     }
+    // A success at or above the old breaking point: the pod carries more now.
+    if (s.breakPoint > 0 && inflightAtStart >= s.breakPoint) s.breakPoint = 0;
     s.credit++;
-    if (s.credit >= s.width) {
+    const probing = s.breakPoint > 0 && s.width + 1 >= s.breakPoint;
+    if (s.credit >= (probing ? s.width * PROBE_RTTS : s.width)) {
       s.credit = 0;
       s.width++;
     }
@@ -140,6 +157,7 @@ export class AimdWidth implements WidthAlgorithm {
     if (epoch < s.epoch) return "same_event";
     if (!s.succeededSinceCut || s.width <= s.floor) return "persistent";
     const factor = s.width >= s.ceiling ? 0.5 : s.decrease;
+    s.breakPoint = inflight;
     s.width = Math.max(s.floor, Math.min(s.width - 1, Math.floor(inflight * factor)));
     s.epoch++;
     s.credit = 0;
@@ -205,6 +223,7 @@ export class FixedWidth implements WidthAlgorithm {
       ssthresh: 0,
       succeededSinceCut: true,
       decrease: 1,
+      breakPoint: 0,
     };
   }
 }

@@ -27,10 +27,13 @@ export interface LaneSettings {
 export const RETRY_EARN = 1;
 export const RETRY_COST = 10;
 /**
- * The re-dispatch bank holds at most 3 tokens: a bank of 20 % of a busy lane would let an outage
- * exceed 1.1 attempts per call before it runs dry (docs/adaptive.md, dead-fleet scenario).
+ * The re-dispatch bank: at most max(3, 20 % of the lane's limit) re-dispatches (DESIGN §1.3).
+ * Only successes refill it, so when every pod refuses, upstream attempts are bounded by
+ * calls + the bank: within 1.1 × once ten times the bank in calls have been refused.
  */
-export const RETRY_BANK = 3 * RETRY_COST;
+export function retryBank(limit: number): number {
+  return Math.max(3, Math.floor(0.2 * limit)) * RETRY_COST;
+}
 
 /** `saturated` = queued > 0 held continuously for this long (DESIGN §4). */
 export const SATURATED_AFTER_MS = 60_000;
@@ -43,8 +46,8 @@ export class Lane<T extends QueueNode = QueueNode> {
   readonly timeouts = new WindowHistogram();
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
-  /** Re-dispatch budget (DESIGN §1.3) in tenths: earned by successes, spent by re-dispatches. */
-  retryTokens = RETRY_BANK; // a new lane can re-dispatch at once (a fresh gateway, a dead first pod)
+  /** Re-dispatch budget (DESIGN §1.3) in tenths; a new lane starts full (a dead first pod). */
+  retryTokens: number;
   /** Re-dispatches in progress now. */
   redispatching = 0;
 
@@ -55,7 +58,9 @@ export class Lane<T extends QueueNode = QueueNode> {
     readonly groups: readonly Budget[],
     /** Endpoints serving this lane, or null when the caller picks the endpoint itself. */
     readonly pods: readonly Pod[] | null,
-  ) {}
+  ) {
+    this.retryTokens = retryBank(settings.limit);
+  }
 
   get limit(): number {
     return this.settings.limit;

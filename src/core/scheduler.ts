@@ -11,7 +11,7 @@
 import type { KeyBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
-import { type Lane, RETRY_BANK, RETRY_COST, RETRY_EARN } from "./lane.js";
+import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import type { Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
 import type { Pod } from "./pod.js";
@@ -231,7 +231,7 @@ export class Scheduler {
     // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)
-      lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, RETRY_BANK);
+      lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryBank(lane.limit));
     this.#giveLane(lane, t);
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);

@@ -23,14 +23,14 @@ const short: Scenario = {
   seed: 7,
 };
 
-/** A dead fleet for 5 s after a 10 s warm-up; the window is the outage. Run once, shared. */
+/** A dead fleet for 30 s after a 5 s warm-up; the window is the outage. Run once, shared. */
 let deadRun: Promise<SimResult> | undefined;
 const dead = () =>
   (deadRun ??= runScenario({
     ...deadFleetScenario(7),
-    warmupMs: 10_000,
-    measureMs: 5_000,
-    outages: [{ fromMs: 10_000, toMs: 15_000 }],
+    warmupMs: 5_000,
+    measureMs: 30_000,
+    outages: [{ fromMs: 5_000, toMs: 35_000 }],
   }));
 
 describe("fleet simulation", () => {
@@ -55,14 +55,15 @@ describe("fleet simulation", () => {
 
   test("with every pod refusing everything, re-dispatches stay within 1.1 × calls plus the budget banked before", async () => {
     const r = await dead();
-    // Pods held at their floor rest after each refusal, so few calls are even tried in 5 s.
-    assert.ok(r.calls > 100, `${r.calls} calls`);
+    // Pods held at their floor rest after each refusal, so few calls are even tried.
+    assert.ok(r.calls > 500, `${r.calls} calls`);
     assert.ok(r.dispatches <= 1.1 * r.calls + 0.2 * 256, `${r.dispatches} attempts for ${r.calls} calls`);
     assert.ok(r.pods.filter((p) => p.finalBreaker !== "closed").length <= 2, "at most half the pods open");
   });
 
-  test("with every pod refusing everything, upstream attempts never exceed 1.1 × calls, give or take 3 banked", async () => {
+  test("with every pod refusing everything, upstream attempts stay within 1.1 × calls", async () => {
     const r = await dead();
-    assert.ok(r.dispatches <= 1.1 * r.calls + 3, `${r.dispatches} attempts for ${r.calls} calls`);
+    // No success refills the re-dispatch bank during an outage (src/core/lane.ts retryBank).
+    assert.ok(r.dispatches <= 1.1 * r.calls, `${r.dispatches} attempts for ${r.calls} calls`);
   });
 });

@@ -91,8 +91,8 @@ describe("re-dispatch", () => {
     assert.equal(r.gov.snapshot().lanes[0]!.inflight, 0);
   });
 
-  test("re-dispatch is paid for by successes: once the bank of 3 is spent, refusals end calls", async () => {
-    const r = rig({ limit: 32, pods: pods(2, 16) });
+  test("re-dispatch is paid for by successes: once the bank is spent, refusals end calls", async () => {
+    const r = rig({ limit: 15, pods: pods(2, 8) }); // bank: max(3, 20 % of 15) = 3 re-dispatches
     for (let i = 0; i < 3; i++) {
       const [spend] = await acquireNow(r.gov, 1);
       assert.equal(await spend!.retry({ refused: true }), true, "a new lane starts with 3 banked");
@@ -106,7 +106,8 @@ describe("re-dispatch", () => {
     r.clock.advance(1000);
     const [lease] = await acquireNow(r.gov, 1);
     assert.equal(await lease!.retry({ refused: true }), false, "budget spent: the refusal ends the call");
-    await earn(r, 10); // ten successes = one re-dispatch
+    await earn(r, 5); // ten successes = one re-dispatch (two rounds: the refusals cut the pods)
+    await earn(r, 5);
     const [next] = await acquireNow(r.gov, 1);
     assert.equal(await next!.retry({ refused: true }), true);
   });
