@@ -16,11 +16,13 @@
  *    finds its lane empty with a slot for it, or an interactive one that finds a slot (the
  *    reserve included) and no interactive call waiting; a `wait: false` call never waits;
  * 7. shedding (DESIGN §1.1): only a full queue refuses or sheds; an arrival sheds the newest
- *    waiter of the lowest own class below its own, and is refused only if there is none.
+ *    waiter of the lowest own class below its own, and is refused only if there is none;
+ * 8. timers and signals: a waiter times out at exactly its lane's queue timeout, never later;
+ *    an abort removes a waiting call (a re-dispatch waiting again included) within the step and
+ *    rejects it with the signal's reason, and changes nothing once the call holds its lease.
  */
 import assert from "node:assert/strict";
-import type { Snapshot } from "../../src/index.js";
-import { isKeyLimitError } from "../../src/index.js";
+import { isKeyLimitError, type Snapshot } from "../../src/index.js";
 import { type Call, type Model, podFree, type Rank } from "./model.js";
 
 /** DESIGN §1.1: one step up per `agingMs` waited, never above interactive. */
@@ -31,7 +33,7 @@ export function effective(rank: Rank, arrivedAt: number, nowMs: number, agingMs:
 
 const isQueued = (c: Call): boolean => c.status === "pending" || (c.status === "retrying" && c.retryPending);
 
-/** Checks 1, 2 and 6 against the snapshot after a step; appends to `m.violations`. */
+/** Checks 1, 2, 6, 7 and 8 after a step; appends to `m.violations`. */
 export function checkStep(m: Model): void {
   const s = m.snapshot();
   const v = m.violations;
