@@ -39,7 +39,7 @@ export interface AcquireOptions {
   priority?: Priority;
   /** Key (tenant) the call counts against; its `maxPriority` caps `priority`. */
   key?: string;
-  /** Estimated tokens (for token budgets). */
+  /** Estimated tokens. Accepted for the token budgets (`tpm`) of a later release; not used yet. */
   tokens?: number;
   /** Abort while waiting removes the waiter and rejects with `signal.reason`. */
   signal?: AbortSignal;
@@ -62,6 +62,15 @@ export interface BreakerEvent {
 const grantChannel = channel("sluice:lease:grant");
 const releaseChannel = channel("sluice:lease:release");
 const SUCCESS: Outcome = { kind: "success" };
+
+/**
+ * One executor for every waiting acquire: it hands out the promise's resolve function without
+ * allocating a closure per waiter (a 100,000-deep queue is made of these).
+ */
+let captured: ((value: Lease | PromiseLike<Lease>) => void) | null = null;
+const captureResolve = (resolve: (value: Lease | PromiseLike<Lease>) => void): void => {
+  captured = resolve;
+};
 
 /**
  * Bounds model calls inside one process: lanes with priority queues, shared group budgets, key
@@ -149,8 +158,8 @@ export class Governor implements TicketOwner {
         return Promise.reject(this.#breakerOpen(laneState, now));
       }
     }
-    const t = new Ticket(this, laneState, rank as Rank, options.arrivedAt ?? now, key, options.tokens ?? 0);
-    if (signal !== undefined) t.signal = signal;
+    const t = new Ticket(laneState, rank as Rank, options.arrivedAt ?? now, key);
+    if (signal !== undefined) t.abort = { signal, detach: null };
     let admitted: "granted" | "queued";
     try {
       admitted = options.wait === false ? this.#scheduler.admitNow(t, now) : this.#scheduler.admit(t, now);
@@ -161,10 +170,9 @@ export class Governor implements TicketOwner {
       if (grantChannel.hasSubscribers) grantChannel.publish(t);
       return Promise.resolve(t);
     }
-    const promise = new Promise<Lease>((resolve, reject) => {
-      t.resolve = resolve;
-      t.reject = reject;
-    });
+    const promise = new Promise<Lease>(captureResolve);
+    t.resolve = captured;
+    captured = null;
     if (signal !== undefined) {
       this.#listenForAbort(t, signal);
     }
@@ -291,13 +299,13 @@ export class Governor implements TicketOwner {
       this.#arm();
       return Promise.resolve(result === "dispatched");
     }
-    const waiting = new Promise<boolean>((resolve, reject) => {
-      t.resolve = () => resolve(true);
-      t.reject = reject;
+    const waiting = new Promise<boolean>((resolve) => {
+      t.resolve = (granted) => resolve(Promise.resolve(granted).then(() => true));
     });
-    if (t.signal?.aborted) {
-      if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, t.signal.reason);
-    } else if (t.signal) this.#listenForAbort(t, t.signal);
+    const signal = t.abort?.signal;
+    if (signal?.aborted) {
+      if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, signal.reason);
+    } else if (signal !== undefined) this.#listenForAbort(t, signal);
     this.#arm();
     return waiting;
   }
@@ -311,19 +319,22 @@ export class Governor implements TicketOwner {
       }
     };
     signal.addEventListener("abort", onAbort, { once: true });
-    t.detach = () => signal.removeEventListener("abort", onAbort);
+    t.abort!.detach = () => signal.removeEventListener("abort", onAbort);
   }
 
   #settleWaiter(t: Ticket, error: unknown): void {
-    t.detach?.();
-    t.detach = null;
-    const { resolve, reject } = t;
-    t.resolve = t.reject = null;
+    const hook = t.abort;
+    if (hook !== null) {
+      hook.detach?.();
+      hook.detach = null;
+    }
+    const resolve = t.resolve;
+    t.resolve = null;
     if (error === undefined) {
       // A ticket granted by its own admit pass has no resolver yet; acquire() publishes it.
       if (resolve !== null && grantChannel.hasSubscribers) grantChannel.publish(t);
       resolve?.(t);
-    } else reject?.(error);
+    } else resolve?.(Promise.reject(error));
   }
 
   /**
@@ -409,6 +420,7 @@ export class Governor implements TicketOwner {
       laneGroups,
       pods,
     );
+    lane.owner = this;
     this.#lanes.set(name, lane);
     return lane;
   }

@@ -4,6 +4,7 @@
  * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
  */
 import type { Budget } from "./budget.js";
+import type { TicketOwner } from "./lease.js";
 import type { Pod } from "./pod.js";
 import { INTERACTIVE } from "./priority.js";
 import { HoldTime } from "./retry-after.js";
@@ -50,6 +51,8 @@ export class Lane<T extends QueueNode = QueueNode> {
   retryTokens: number;
   /** Re-dispatches in progress now. */
   redispatching = 0;
+  /** Who the lane's leases report their endings to (the Governor); set when it creates the lane. */
+  owner: TicketOwner | null = null;
 
   constructor(
     readonly name: string,

@@ -12,7 +12,7 @@ import type { KeyBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
-import type { Ticket } from "./lease.js";
+import { PodAttempt, type Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
 import type { Pod } from "./pod.js";
 import { effectiveRank, type Rank } from "./priority.js";
@@ -184,7 +184,7 @@ export class Scheduler {
         if (c === null || !lane.groupsHaveRoom()) continue;
         let pod: Pod | null = null;
         if (lane.pods !== null) {
-          pod = lane.choosePod(nowMs, c.refusedBy);
+          pod = lane.choosePod(nowMs, c.dispatch?.refusedBy ?? null);
           if (pod === null) continue;
         }
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
@@ -211,15 +211,21 @@ export class Scheduler {
     if (pod !== null) {
       pod.inflight++;
       pod.group?.take();
-      t.podRef = pod;
-      t.inflightAtStart = pod.inflight;
-      t.widthAtStart = pod.width.width;
-      t.epoch = pod.width.epoch;
-      t.probe = pod.breaker.onDispatch(nowMs);
+      this.#attach(t, pod, nowMs);
     }
     lane.waits.record(nowMs - t.enqueuedAt, nowMs);
     if (this.onGrant.size > 0)
       this.onGrant.emit({ lane: lane.name, pod: pod?.id, priority: t.rank, waitedMs: nowMs - t.enqueuedAt });
+  }
+
+  /** Records the dispatch of `t` to `pod` (the pod's counts were already taken). */
+  #attach(t: Ticket, pod: Pod, nowMs: number): void {
+    const d = t.dispatch ?? (t.dispatch = new PodAttempt(pod));
+    d.pod = pod;
+    d.inflightAtStart = pod.inflight;
+    d.widthAtStart = pod.width.width;
+    d.epoch = pod.width.epoch;
+    d.probe = pod.breaker.onDispatch(nowMs);
   }
 
   /** Ends a granted ticket: the pod hears the outcome, every slot is given back, waiters run. */
@@ -248,10 +254,11 @@ export class Scheduler {
   }
 
   #endPodAttempt(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
-    const pod = t.podRef;
-    if (pod === null) return;
-    const verdict = pod.settle(outcome ?? { kind: "ignore" }, t, nowMs, lane.mayOpenAnother());
-    t.probe = false;
+    const d = t.dispatch;
+    const pod = d?.pod ?? null;
+    if (d === null || pod === null) return;
+    const verdict = pod.settle(outcome ?? { kind: "ignore" }, d, nowMs, lane.mayOpenAnother());
+    d.probe = false;
     if (pod.inflight > 0) pod.inflight--;
     pod.group?.give();
     if (verdict.widthChanged && this.onWidthChange.size > 0)
@@ -280,20 +287,18 @@ export class Scheduler {
       return "denied";
     }
     lane.retryTokens -= RETRY_COST;
-    if (t.attempts === 1) lane.redispatching++;
-    t.attempts++;
+    const d = t.dispatch!;
+    if (d.attempts === 1) lane.redispatching++;
+    d.attempts++;
     this.#endPodAttempt(lane, t, outcome, nowMs);
-    const refused = t.podRef!;
-    t.refusedBy === null ? (t.refusedBy = [refused]) : t.refusedBy.push(refused);
-    const pod = lane.choosePod(nowMs, t.refusedBy);
-    if (pod !== null && !t.refusedBy.includes(pod)) {
+    const refused = d.pod!;
+    d.refusedBy === null ? (d.refusedBy = [refused]) : d.refusedBy.push(refused);
+    d.pod = null; // its ending is settled: an end() from here on must not settle it again
+    const pod = lane.choosePod(nowMs, d.refusedBy);
+    if (pod !== null && !d.refusedBy.includes(pod)) {
       pod.inflight++;
       pod.group?.take();
-      t.podRef = pod;
-      t.inflightAtStart = pod.inflight;
-      t.widthAtStart = pod.width.width;
-      t.epoch = pod.width.epoch;
-      t.probe = pod.breaker.onDispatch(nowMs);
+      this.#attach(t, pod, nowMs);
       if (this.#waiting.size > 0) this.pass(nowMs);
       return "dispatched";
     }
@@ -302,7 +307,6 @@ export class Scheduler {
     const queue = lane.queue;
     if (lane.allTripped(nowMs)) {
       // Every pod is isolated: waiting would only run into the queue timeout.
-      t.podRef = null; // its pod attempt was settled above
       this.end(t, outcome, nowMs);
       return "denied";
     }
@@ -312,7 +316,6 @@ export class Scheduler {
       const victim =
         queue.newestBelow(t.rank) ?? (newer !== null && newer.arrivedAt >= t.arrivedAt ? newer : null);
       if (victim === null) {
-        t.podRef = null; // its pod attempt was settled above
         this.end(t, outcome, nowMs);
         return "denied";
       }

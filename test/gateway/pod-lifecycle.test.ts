@@ -76,8 +76,11 @@ describe("three pods: one refuses past its real capacity, one dies and comes bac
       assert.ok(p.width >= 2, `pod ${i} width ${p.width} stays at or above the floor`);
       assert.ok(stack.sims[i]!.stats().maxRunningSeen <= 4);
     }
+    // Once narrowed, a pod is probed above its breaking point once per 8 round trips; the rare
+    // refusal is re-dispatched while the budget lasts. Measured here: 0–8 of 600 get the pod's
+    // 503 (more on a loaded machine, where round trips stretch); the bound leaves room for that.
     const steady = await load(stack, 600, 24);
-    assert.ok((steady.get(200) ?? 0) >= 594, `steady state: ${JSON.stringify([...steady])}`);
+    assert.ok((steady.get(200) ?? 0) >= 582, `steady state: ${JSON.stringify([...steady])}`);
   });
 
   test("a dead pod is isolated by its breaker and the others carry the load", async () => {
