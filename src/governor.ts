@@ -176,7 +176,7 @@ export class Governor implements TicketOwner {
     if (signal !== undefined) {
       this.#listenForAbort(t, signal);
     }
-    this.#arm();
+    this.#arm(now);
     return promise;
   }
 
@@ -286,9 +286,10 @@ export class Governor implements TicketOwner {
   /** @internal TicketOwner: a lease ended. */
   end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
     const outcome = outcomeKnown ? (failure === undefined ? SUCCESS : classifyOutcome(failure)) : null;
-    this.#scheduler.end(t, outcome, this.#clock.now());
+    const now = this.#clock.now();
+    this.#scheduler.end(t, outcome, now);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
-    this.#arm();
+    this.#arm(now);
   }
 
   /** @internal TicketOwner: re-dispatch after a refusal before the pod started the call. */
@@ -341,7 +342,7 @@ export class Governor implements TicketOwner {
    * Keeps the one timer armed for the scheduler's next self-change, and disarmed when nothing
    * waits: an idle governor must not keep the process alive.
    */
-  #arm(): void {
+  #arm(now = this.#clock.now()): void {
     if (this.#scheduler.waitingLanes.size === 0) {
       if (this.#cancelTimer !== undefined) {
         this.#cancelTimer();
@@ -350,7 +351,6 @@ export class Governor implements TicketOwner {
       }
       return;
     }
-    const now = this.#clock.now();
     const at = this.#scheduler.nextWakeAt(now);
     if (at === undefined || at >= this.#timerAt) return;
     this.#cancelTimer?.();
