@@ -1,0 +1,54 @@
+/**
+ * Messages between the gateway benchmark's orchestrator (main.ts) and its child processes
+ * (loadgen.ts, bare-proxy.ts, serve.ts), over the `fork()` IPC channel.
+ */
+
+/** One closed-loop run of the Node load generator. */
+export interface RunSpec {
+  /** Origins; connection i talks to `urls[i % urls.length]` (keep-alive, one request at a time). */
+  urls: string[];
+  path: string;
+  /** The JSON request body, sent with `content-type: application/json`. */
+  body: string;
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+  /**
+   * Connection i sends its first request after i × staggerMs / connections, so closed-loop
+   * clients of a fixed service time do not move in lock-step waves. 0 = all at once.
+   */
+  staggerMs: number;
+  /** Pause after a refusal (429/503) or a transport error before the connection's next request. */
+  backoffMs: number;
+}
+
+/** What one run measured inside its window (warm-up excluded). */
+export interface RunResult {
+  seconds: number;
+  /** 200s completed inside the window (the body read to its end). */
+  ok: number;
+  /** 429 and 503 answers. */
+  refused: number;
+  /** Any other status. */
+  other: number;
+  /** Transport errors (reset, timeout). */
+  errors: number;
+  okP50Ms: number;
+  okP99Ms: number;
+  refusedP50Ms: number;
+  refusedP99Ms: number;
+  statuses: Record<string, number>;
+}
+
+export type LoadgenMessage =
+  | { type: "window"; phase: "start" | "end" }
+  | { type: "result"; result: RunResult }
+  | { type: "error"; message: string };
+
+/** A listener of the bare proxy: round-robin over `pods`, one undici Pool of `perPod` each. */
+export interface BareListener {
+  pods: string[];
+  perPod: number;
+}
+
+export type ReadyMessage = { type: "ready"; urls: string[] };
