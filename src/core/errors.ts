@@ -23,6 +23,19 @@ export abstract class SluiceError extends Error {
   abstract readonly code: SluiceErrorCode;
   abstract readonly httpStatus: number;
   readonly [BRAND] = true;
+  /**
+   * Whether instances capture a stack trace. Capacity refusals are answers, not bugs, and under
+   * overload they are made thousands of times a second: capturing a stack for each cost several
+   * percent of the gateway's refusal path. `ConfigError` keeps its stack.
+   */
+  static readonly captureStack: boolean = false;
+
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    if (!(new.target as unknown as typeof SluiceError).captureStack) Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
     if (this === SluiceError) return isSluiceError(value);
@@ -139,6 +152,7 @@ export class StoreUnavailableError extends SluiceError {
 
 /** An option or config value is invalid; raised at construction, before anything runs. */
 export class ConfigError extends SluiceError {
+  static override readonly captureStack = true;
   static readonly CODES = ["config_invalid"];
   readonly code = "config_invalid";
   readonly httpStatus = 500;

@@ -21,3 +21,14 @@ test("finds usage in the final SSE chunk, keeping only a bounded tail of a long 
   assert.deepEqual(tap.usage(), { promptTokens: 5, completionTokens: 5000 });
   assert.ok(tap.bytes > 200_000);
 });
+
+test("reads a usage object that nests details (newer OpenAI and vLLM answers)", () => {
+  const tap = new UsageTap(false);
+  tap.push(
+    Buffer.from(
+      '{"choices":[{"message":{"content":"a } b"}}],"usage":{"prompt_tokens":7,"completion_tokens":3,' +
+        '"prompt_tokens_details":{"cached_tokens":0},"total_tokens":10}}',
+    ),
+  );
+  assert.deepEqual(tap.usage(), { promptTokens: 7, completionTokens: 3 });
+});

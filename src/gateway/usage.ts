@@ -37,6 +37,17 @@ export class UsageTap {
   }
 }
 
+/** Index of the `}` closing the object that opens at `open` (usage objects hold no strings with braces). */
+function closingBrace(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 123 /* { */) depth++;
+    else if (c === 125 /* } */ && --depth === 0) return i;
+  }
+  return -1;
+}
+
 function read(u: unknown): TokenUsage | undefined {
   if (u === null || typeof u !== "object") return undefined;
   const o = u as Record<string, unknown>;
@@ -45,25 +56,38 @@ function read(u: unknown): TokenUsage | undefined {
   return { promptTokens: prompt, completionTokens: completion };
 }
 
+/**
+ * OpenAI puts `usage` last in a JSON answer; parse just that object instead of the whole body
+ * (the body can be a long completion, and this runs on every answer).
+ */
 export function usageFromJson(text: string): TokenUsage | undefined {
+  const at = text.lastIndexOf('"usage"');
+  if (at < 0) return undefined;
+  const open = text.indexOf("{", at);
+  const close = open < 0 ? -1 : closingBrace(text, open);
+  if (close < 0) return undefined;
   try {
-    return read((JSON.parse(text) as Record<string, unknown>).usage);
+    return read(JSON.parse(text.slice(open, close + 1)));
   } catch {
     return undefined;
   }
 }
 
+/** The last `"usage":{…}` object in a stream's tail (the final chunk carries it). */
 export function usageFromSse(text: string): TokenUsage | undefined {
-  const lines = text.split("\n");
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i]!;
-    if (!line.startsWith("data:") || !line.includes('"usage"')) continue;
-    try {
-      const found = read((JSON.parse(line.slice(5).trim()) as Record<string, unknown>).usage);
-      if (found !== undefined) return found;
-    } catch {
-      // a partial first line of the tail; keep looking
+  let at = text.lastIndexOf('"usage":{');
+  while (at >= 0) {
+    const open = at + 8;
+    const close = closingBrace(text, open);
+    if (close > 0) {
+      try {
+        const found = read(JSON.parse(text.slice(open, close + 1)));
+        if (found !== undefined) return found;
+      } catch {
+        // a cut-off object at the start of the tail; look further back
+      }
     }
+    at = at > 0 ? text.lastIndexOf('"usage":{', at - 1) : -1;
   }
   return undefined;
 }
