@@ -99,17 +99,22 @@ export class Upstreams {
   }
 }
 
-/** Response headers to pass back to the client (undici gives them lower-cased). */
-export function responseHeaders(
+/**
+ * Response headers to pass back to the client, as the flat `[name, value, …]` list
+ * `writeHead` takes (no intermediate object). Hop-by-hop headers are dropped.
+ */
+export function flatResponseHeaders(
   upstream: Record<string, string | string[] | undefined>,
   extra: Record<string, string | number>,
-): Record<string, string | string[] | number> {
-  const out: Record<string, string | string[] | number> = {};
+): string[] {
+  const out: string[] = [];
   for (const name in upstream) {
     if (DROP_RESPONSE.has(name)) continue;
     const v = upstream[name];
-    if (v !== undefined) out[name] = v;
+    if (v === undefined) continue;
+    if (typeof v === "string") out.push(name, v);
+    else for (const each of v) out.push(name, each);
   }
-  for (const name in extra) out[name] = extra[name]!;
+  for (const name in extra) out.push(name, String(extra[name]));
   return out;
 }

@@ -4,14 +4,18 @@
  * call (connection refused or reset before any response byte, or an overload status) gets the
  * call re-dispatched to another pod within the lane's retry budget — only while the body can be
  * replayed and nothing has been sent to the client. The outcome goes to the lease (AIMD, breaker).
+ *
+ * Built on undici's dispatcher handler API rather than `request()`: the answer's chunks go
+ * straight from the upstream socket to the client's, with no body stream, async iterator or
+ * promise per chunk, and backpressure by pausing the upstream read (STYLE: a lean request path).
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import { classifyOutcome } from "../../core/outcome.js";
 import { HttpError } from "../http-error.js";
-import { responseHeaders, type Upstreams } from "../upstreams.js";
+import { flatResponseHeaders, type Upstreams } from "../upstreams.js";
 import { type TokenUsage, UsageTap } from "../usage.js";
 import { limitedBody } from "./read-body.js";
 
@@ -45,9 +49,14 @@ export interface DispatchInput {
 
 const OVERLOAD = new Set([502, 503, 504, 529]);
 
-export async function dispatch(upstreams: Upstreams, input: DispatchInput): Promise<DispatchResult> {
-  const { req, res, lease, body } = input;
-  const result: DispatchResult = {
+/** Sends the call; resolves when the answer has been forwarded (or rejects with a client-side HttpError). */
+export function dispatch(upstreams: Upstreams, input: DispatchInput): Promise<DispatchResult> {
+  return new Promise((resolve, reject) => new Exchange(upstreams, input, resolve, reject).send());
+}
+
+/** One call's trip upstream and back, as undici handler callbacks. */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly result: DispatchResult = {
     status: 0,
     bytes: 0,
     usage: undefined,
@@ -55,120 +64,181 @@ export async function dispatch(upstreams: Upstreams, input: DispatchInput): Prom
     clientGone: false,
     error: undefined,
   };
-  const headers = upstreams.requestHeaders(req.headers, input.model, body?.length);
-  for (;;) {
-    const target = upstreams.target(lease.pod!);
-    let answer: Dispatcher.ResponseData;
-    try {
-      answer = await target.pool.request({
+  readonly #headers: Record<string, string | string[]>;
+  #controller: Dispatcher.DispatchController | null = null;
+  #tap: UsageTap | null = null;
+  /** An overload answer being read before deciding whether to re-dispatch. */
+  #held: { status: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | null = null;
+  #done = false;
+  #listening = false;
+
+  constructor(
+    readonly upstreams: Upstreams,
+    readonly input: DispatchInput,
+    readonly resolve: (r: DispatchResult) => void,
+    readonly reject: (e: unknown) => void,
+  ) {
+    this.#headers = upstreams.requestHeaders(input.req.headers, input.model, input.body?.length);
+  }
+
+  send(): void {
+    const { input } = this;
+    if (this.#controller === null && !this.#listening) {
+      this.#listening = true;
+      input.signal.addEventListener("abort", this.#onClientGone, { once: true });
+    }
+    const target = this.upstreams.target(input.lease.pod!);
+    this.#controller = null;
+    this.#held = null;
+    target.pool.dispatch(
+      {
         path: target.basePath + input.path,
-        method: req.method as Dispatcher.HttpMethod,
-        headers,
+        method: input.req.method as Dispatcher.HttpMethod,
+        headers: this.#headers,
         // undici accepts an async iterable body; its typings list only Readable.
         body:
-          body ??
-          (limitedBody(req, input.limits.maxBodyBytes, input.limits.bodyTimeoutMs) as unknown as Readable),
-        signal: input.signal,
-      });
-    } catch (error) {
-      if (input.signal.aborted) {
-        result.clientGone = true;
-        lease.release(); // a client abort says nothing about the pod
-        return result;
-      }
-      // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
-      const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
-      if (own instanceof HttpError) {
-        lease.release();
-        throw own;
-      }
-      // Refused before any response byte: the pod never started it; try another one.
-      if (body !== null && classifyOutcome(error).kind === "congestion" && (await lease.retry(error)))
-        continue;
-      lease.failed(error);
-      result.status = 502;
-      result.error = (error as Error).message;
-      sendUpstreamError(res, lease, input.extraHeaders, error as Error);
-      return result;
-    }
-    const status = answer.statusCode;
-    if (OVERLOAD.has(status) && body !== null) {
-      // An overload answer: the pod did not run the call. Re-dispatch if the budget allows;
-      // otherwise pass the pod's own answer through.
-      const text = await answer.body.arrayBuffer().catch(() => new ArrayBuffer(0));
-      const failure = { status, headers: answer.headers };
-      result.overloadStatus = status;
-      if (await lease.retry(failure).catch(() => false)) continue;
-      writeHead(res, status, answer.headers, input.extraHeaders, lease);
-      res.end(Buffer.from(text));
-      result.status = status;
-      result.bytes = text.byteLength;
-      return result;
-    }
-    writeHead(res, status, answer.headers, input.extraHeaders, lease);
-    result.status = status;
-    const tap = new UsageTap(
-      input.stream || String(answer.headers["content-type"] ?? "").includes("event-stream"),
+          input.body ??
+          (limitedBody(
+            input.req,
+            input.limits.maxBodyBytes,
+            input.limits.bodyTimeoutMs,
+          ) as unknown as Readable),
+      },
+      this,
     );
-    try {
-      for await (const chunk of answer.body as AsyncIterable<Buffer>) {
-        tap.push(chunk);
-        if (!res.write(chunk)) await waitDrain(res, input.signal);
-      }
-      res.end();
-    } catch (error) {
-      result.bytes = tap.bytes;
-      if (input.signal.aborted) {
-        result.clientGone = true;
-        lease.release();
-      } else {
-        lease.failed(error);
-        result.error = (error as Error).message;
-        res.destroy(error as Error);
-      }
-      return result;
+  }
+
+  /** The client went away: abort the upstream request (undici's dispatch takes no signal). */
+  readonly #onClientGone = (): void => {
+    this.#controller?.abort(this.input.signal.reason);
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.input.signal.aborted) controller.abort(this.input.signal.reason);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    const { input } = this;
+    this.result.status = status;
+    this.#responseHeaders = headers;
+    if (OVERLOAD.has(status) && input.body !== null) {
+      // The pod did not run the call: read its answer, then re-dispatch if the budget allows.
+      this.#held = { status, headers, chunks: [] };
+      return;
     }
-    result.bytes = tap.bytes;
-    result.usage = tap.usage();
+    input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
+    input.res.writeHead(status, flatResponseHeaders(headers, input.extraHeaders));
+    const sse = input.stream || String(headers["content-type"] ?? "").includes("event-stream");
+    this.#tap = new UsageTap(sse);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#held !== null) {
+      this.#held.chunks.push(chunk);
+      return;
+    }
+    this.#tap!.push(chunk);
+    if (!this.input.res.write(chunk)) {
+      // Backpressure: stop reading the pod until the client has taken what it was sent.
+      controller.pause();
+      this.input.res.once("drain", () => controller.resume());
+    }
+  }
+
+  onResponseEnd(): void {
+    const held = this.#held;
+    if (held !== null) {
+      void this.#afterOverload(held);
+      return;
+    }
+    const { input, result } = this;
+    input.res.end();
+    result.bytes = this.#tap!.bytes;
+    result.usage = this.#tap!.usage();
+    const status = result.status;
     if (OVERLOAD.has(status) || status === 429) {
       result.overloadStatus = status;
-      lease.failed({ status, headers: answer.headers });
+      input.lease.failed({ status, headers: this.#responseHeaders ?? undefined });
     } else if (status >= 500) {
-      lease.failed(status);
+      input.lease.failed(status);
     } else {
-      lease.succeeded(
-        result.usage
-          ? { promptTokens: result.usage.promptTokens, completionTokens: result.usage.completionTokens }
-          : undefined,
+      const u = result.usage;
+      input.lease.succeeded(
+        u ? { promptTokens: u.promptTokens, completionTokens: u.completionTokens } : undefined,
       );
     }
-    return result;
+    this.#finish();
   }
-}
 
-function writeHead(
-  res: ServerResponse,
-  status: number,
-  upstream: Record<string, string | string[] | undefined>,
-  extra: Record<string, string | number>,
-  lease: Lease,
-): void {
-  extra["x-sluice-queue-ms"] = Math.round(lease.queuedMs);
-  res.writeHead(status, responseHeaders(upstream, extra));
-}
+  /** The answer's headers, for a 429's quota reset. */
+  #responseHeaders: IncomingHttpHeaders | null = null;
 
-function waitDrain(res: ServerResponse, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      if (signal.aborted) reject(signal.reason);
-      else resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    void this.#onError(error);
+  }
+
+  async #afterOverload(held: {
+    status: number;
+    headers: IncomingHttpHeaders;
+    chunks: Buffer[];
+  }): Promise<void> {
+    const { input, result } = this;
+    result.overloadStatus = held.status;
+    const again = await input.lease.retry({ status: held.status, headers: held.headers }).catch(() => false);
+    if (again && !input.signal.aborted) return this.send();
+    // No re-dispatch: pass the pod's own answer through (the lease already heard the refusal).
+    const body = Buffer.concat(held.chunks);
+    input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
+    if (!input.res.headersSent)
+      input.res.writeHead(held.status, flatResponseHeaders(held.headers, input.extraHeaders));
+    input.res.end(body);
+    result.bytes = body.length;
+    this.#finish();
+  }
+
+  async #onError(error: Error): Promise<void> {
+    const { input, result } = this;
+    if (input.signal.aborted) {
+      result.clientGone = true;
+      input.lease.release(); // a client abort says nothing about the pod
+      return this.#finish();
+    }
+    // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
+    const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
+    if (own instanceof HttpError) {
+      input.lease.release();
+      this.#done = true;
+      input.signal.removeEventListener("abort", this.#onClientGone);
+      this.reject(own);
+      return;
+    }
+    // Refused before any response byte: the pod never started it; try another one.
+    if (
+      !input.res.headersSent &&
+      this.#held === null &&
+      input.body !== null &&
+      classifyOutcome(error).kind === "congestion" &&
+      (await input.lease.retry(error).catch(() => false))
+    ) {
+      return this.send();
+    }
+    input.lease.failed(error);
+    result.error = error.message;
+    if (input.res.headersSent) input.res.destroy(error);
+    else {
+      result.status = 502;
+      sendUpstreamError(input.res, input.lease, input.extraHeaders, error);
+    }
+    this.#finish();
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.input.signal.removeEventListener("abort", this.#onClientGone);
+    this.resolve(this.result);
+  }
 }
 
 function sendUpstreamError(
@@ -177,10 +247,6 @@ function sendUpstreamError(
   extra: Record<string, string | number>,
   error: Error,
 ): void {
-  if (res.headersSent) {
-    res.destroy(error);
-    return;
-  }
   const body = JSON.stringify({
     error: {
       type: "upstream_error",
@@ -196,5 +262,3 @@ function sendUpstreamError(
   });
   res.end(body);
 }
-
-export type { DispatchResult as Dispatched };
