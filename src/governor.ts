@@ -219,6 +219,28 @@ export class Governor implements TicketOwner {
     return this.#lanes.has(lane) || this.#passThrough.has(lane);
   }
 
+  /**
+   * A lease at once if a slot is free now, else `undefined` — nothing queued, refused or counted.
+   * The gateway's fast path: only a call that must wait pays for an AbortSignal and a promise.
+   * Lanes whose pods are all tripped answer `undefined` (use `acquire` for fallback/failFast).
+   */
+  tryAcquire(lane: string, options: Omit<AcquireOptions, "signal" | "wait"> = {}): Lease | undefined {
+    const pass = this.#passThrough.get(lane);
+    if (pass !== undefined) return pass;
+    const laneState = this.#lanes.get(lane);
+    if (laneState === undefined || this.#closed) return undefined;
+    let rank = rankOf(options.priority ?? currentPriority() ?? "default");
+    if (rank === undefined) return undefined;
+    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
+    if (key !== null && rank < key.maxRank) rank = key.maxRank;
+    const now = this.#clock.now();
+    if (laneState.pods !== null && laneState.allTripped(now)) return undefined;
+    const t = new Ticket(laneState, rank as Rank, options.arrivedAt ?? now, key);
+    if (!this.#scheduler.grantIfFree(t, now)) return undefined;
+    if (grantChannel.hasSubscribers) grantChannel.publish(t);
+    return t;
+  }
+
   /** Runs `fn` holding a slot; success or failure feeds the pod, and the slot is always released. */
   async run<R>(lane: string, fn: (ctx: CallContext) => Promise<R>, options: AcquireOptions = {}): Promise<R> {
     const lease = await this.acquire(lane, options);

@@ -113,9 +113,16 @@ export class Scheduler {
   admitNow(t: Ticket, nowMs: number): "granted" {
     const lane = t.laneRef;
     if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
-    t.enqueuedAt = nowMs;
-    if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
+    if (this.grantIfFree(t, nowMs)) return "granted";
     throw this.#queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
+  }
+
+  /** Grants `t` if a pass would grant it now; otherwise changes nothing (no refusal, no event). */
+  grantIfFree(t: Ticket, nowMs: number): boolean {
+    const lane = t.laneRef;
+    if (t.key?.full) return false;
+    t.enqueuedAt = nowMs;
+    return this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs);
   }
 
   /**

@@ -206,9 +206,13 @@ export class Gateway {
     let counted = false;
     let bodyBytes = 0;
     let refused: SluiceError | HttpError | undefined;
-    const abort = new AbortController();
+    // Created only for a call that has to wait: most calls are granted at once.
+    let abort: AbortController | undefined;
+    let clientGone = false;
     const onClose = () => {
-      if (!res.writableFinished) abort.abort(new Error("client disconnected"));
+      if (res.writableFinished) return;
+      clientGone = true;
+      abort?.abort(new Error("client disconnected"));
     };
     res.on("close", onClose);
     try {
@@ -251,7 +255,14 @@ export class Gateway {
       }
       const model = this.#models.get(lane)!;
       // 5. wait for every budget on the path
-      lease = await this.#wait(model, priority, caller, tokens, abort.signal);
+      const key = caller.key?.id;
+      lease =
+        (model.mode === "enforce"
+          ? this.governor.tryAcquire(model.name, { priority, ...(key ? { key } : {}) })
+          : undefined) ??
+        (clientGone
+          ? undefined
+          : await this.#wait(model, priority, caller, tokens, (abort = new AbortController()).signal));
       if (lease === undefined) return; // client left while queued
       // 6. dispatch and stream back
       result = await dispatch(this.#upstreams, {
@@ -266,7 +277,6 @@ export class Gateway {
           bodyTimeoutMs: this.#config.admission.bodyTimeoutMs,
         },
         stream,
-        signal: abort.signal,
         extraHeaders: {
           "x-sluice-request-id": id,
           "x-sluice-lane": lease.lane,

@@ -70,8 +70,26 @@ export class PrometheusSink implements MetricSink {
     }
   }
 
+  /**
+   * Labelled children by metric and label values. prom-client hashes the label object on every
+   * update; the gateway updates a few counters per request, so it asks once per label set.
+   */
+  readonly #children = new Map<string, { inc(v: number): void } | { observe(v: number): void }>();
+
+  #child(kind: "c" | "h", name: MetricName, labels: Record<string, string>): unknown {
+    let key = `${kind}${name}`;
+    for (const k in labels) key += `\u0000${labels[k]}`;
+    let child = this.#children.get(key);
+    if (child === undefined) {
+      child =
+        kind === "c" ? this.#counters.get(name)!.labels(labels) : this.#histograms.get(name)!.labels(labels);
+      this.#children.set(key, child);
+    }
+    return child;
+  }
+
   counter<N extends MetricNameOf<"counter">>(name: N, labels: LabelsOf<N>, value = 1): void {
-    this.#counters.get(name)!.inc(labels, value);
+    (this.#child("c", name, labels as Record<string, string>) as { inc(v: number): void }).inc(value);
   }
 
   /** Sets a gauge until the next scrape, which replaces every gauge with the snapshot's values. */
@@ -80,11 +98,12 @@ export class PrometheusSink implements MetricSink {
   }
 
   histogram<N extends MetricNameOf<"histogram">>(name: N, labels: LabelsOf<N>, value: number): void {
-    this.#histograms.get(name)!.observe(labels, value);
+    (this.#child("h", name, labels as Record<string, string>) as { observe(v: number): void }).observe(value);
   }
 
   /** Removes this sink's metrics from the registry (a shared registry stays usable). */
   unregister(): void {
+    this.#children.clear();
     for (const name of this.#registered.splice(0)) this.registry.removeSingleMetric(name);
   }
 

@@ -42,12 +42,12 @@ export interface DispatchInput {
   /** Bounds for a body streamed through. */
   limits: { maxBodyBytes: number; bodyTimeoutMs: number };
   stream: boolean;
-  signal: AbortSignal;
   /** Headers sluice adds to the answer. */
   extraHeaders: Record<string, string | number>;
 }
 
 const OVERLOAD = new Set([502, 503, 504, 529]);
+const CLIENT_GONE = new Error("client disconnected");
 
 /** Sends the call; resolves when the answer has been forwarded (or rejects with a client-side HttpError). */
 export function dispatch(upstreams: Upstreams, input: DispatchInput): Promise<DispatchResult> {
@@ -71,6 +71,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #held: { status: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | null = null;
   #done = false;
   #listening = false;
+  #clientGone = false;
 
   constructor(
     readonly upstreams: Upstreams,
@@ -83,9 +84,9 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   send(): void {
     const { input } = this;
-    if (this.#controller === null && !this.#listening) {
+    if (!this.#listening) {
       this.#listening = true;
-      input.signal.addEventListener("abort", this.#onClientGone, { once: true });
+      input.res.on("close", this.#onClose);
     }
     const target = this.upstreams.target(input.lease.pod!);
     this.#controller = null;
@@ -108,14 +109,16 @@ class Exchange implements Dispatcher.DispatchHandler {
     );
   }
 
-  /** The client went away: abort the upstream request (undici's dispatch takes no signal). */
-  readonly #onClientGone = (): void => {
-    this.#controller?.abort(this.input.signal.reason);
+  /** The client went away before its answer was complete: abort the upstream request. */
+  readonly #onClose = (): void => {
+    if (this.input.res.writableFinished) return;
+    this.#clientGone = true;
+    this.#controller?.abort(CLIENT_GONE);
   };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.input.signal.aborted) controller.abort(this.input.signal.reason);
+    if (this.#clientGone) controller.abort(CLIENT_GONE);
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
@@ -129,6 +132,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
     input.res.writeHead(status, flatResponseHeaders(headers, input.extraHeaders));
+    // Head, body and end of a small answer usually arrive in one tick: send them in one write.
+    input.res.cork();
+    process.nextTick(uncork, input.res);
     const sse = input.stream || String(headers["content-type"] ?? "").includes("event-stream");
     this.#tap = new UsageTap(sse);
   }
@@ -186,7 +192,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { input, result } = this;
     result.overloadStatus = held.status;
     const again = await input.lease.retry({ status: held.status, headers: held.headers }).catch(() => false);
-    if (again && !input.signal.aborted) return this.send();
+    if (again && !this.#clientGone) return this.send();
     // No re-dispatch: pass the pod's own answer through (the lease already heard the refusal).
     const body = Buffer.concat(held.chunks);
     input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
@@ -199,7 +205,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   async #onError(error: Error): Promise<void> {
     const { input, result } = this;
-    if (input.signal.aborted) {
+    if (this.#clientGone) {
       result.clientGone = true;
       input.lease.release(); // a client abort says nothing about the pod
       return this.#finish();
@@ -209,7 +215,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (own instanceof HttpError) {
       input.lease.release();
       this.#done = true;
-      input.signal.removeEventListener("abort", this.#onClientGone);
+      input.res.off("close", this.#onClose);
       this.reject(own);
       return;
     }
@@ -236,9 +242,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
-    this.input.signal.removeEventListener("abort", this.#onClientGone);
+    this.input.res.off("close", this.#onClose);
     this.resolve(this.result);
   }
+}
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
 }
 
 function sendUpstreamError(
