@@ -44,6 +44,8 @@ export interface GatewayOptions {
 /** How long a refused upload is discarded before the socket is closed (DESIGN §3.1 step 2). */
 const DISCARD_MS = 2000;
 const DISCARD_BYTES = 1 << 20;
+/** Declared bodies up to this size are read and dropped after a pre-body refusal (keep-alive kept). */
+const SMALL_BODY_BYTES = 16 * 1024;
 
 export class Gateway {
   readonly governor: Governor;
@@ -228,7 +230,8 @@ export class Gateway {
       const early = this.#preBody(lane, priority, caller);
       if (early !== undefined) {
         if (mode === "enforce") refused = early;
-        if (mode === "enforce") return this.#refuseBeforeBody(req, res, early, lane, id, priority);
+        if (mode === "enforce")
+          return this.#refuseBeforeBody(req, res, early, lane, id, priority, expectContinue);
         this.metrics.wouldRefuse(early.code);
       }
       this.#admitted++;
@@ -356,8 +359,19 @@ export class Gateway {
     lane: string | undefined,
     id: string,
     priority: Priority,
+    expectContinue: boolean,
   ): void {
-    sendRefusal(res, error, lane ? this.#laneNumbers(lane) : undefined, id, true, priority);
+    const numbers = lane ? this.#laneNumbers(lane) : undefined;
+    // A small declared body is cheaper to drop than the connection: a client retrying after a
+    // 429 keeps its keep-alive connection instead of paying a new TCP handshake per attempt.
+    // Uploads (large, chunked, or waiting for 100 Continue) are never read: Connection: close.
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (!expectContinue && req.headers["transfer-encoding"] === undefined && declared <= SMALL_BODY_BYTES) {
+      sendRefusal(res, error, numbers, id, false, priority);
+      req.resume();
+      return;
+    }
+    sendRefusal(res, error, numbers, id, true, priority);
     // Half-close: our FIN goes out after the answer; read and drop what the client still sends,
     // so it reads the 429 instead of a connection reset, but never more than a bound.
     let dropped = 0;

@@ -75,21 +75,33 @@ export function sendRefusal(
       retry_after_ms: retryMs,
     },
   });
-  const headers: Record<string, string | number> = {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-    "retry-after": Math.ceil(retryMs / 1000),
-    "retry-after-ms": retryMs,
-    "x-sluice-width": n.width,
-    "x-sluice-queue-limit": n.queueLimit,
-    "x-sluice-inflight": n.inflight,
-    "x-sluice-queued": n.queued,
-    "x-sluice-reason": error.code,
-    "x-sluice-request-id": requestId,
-  };
-  if (n.lane) headers["x-sluice-lane"] = n.lane;
-  if (priority) headers["x-sluice-priority"] = priority;
-  if (close) headers.connection = "close";
+  // A flat [name, value, …] list: writeHead takes it without building and walking an object,
+  // which matters on the refusal path (thousands a second under overload).
+  const headers: string[] = [
+    "content-type",
+    "application/json",
+    "content-length",
+    String(Buffer.byteLength(body)),
+    "retry-after",
+    String(Math.ceil(retryMs / 1000)),
+    "retry-after-ms",
+    String(retryMs),
+    "x-sluice-width",
+    String(n.width),
+    "x-sluice-queue-limit",
+    String(n.queueLimit),
+    "x-sluice-inflight",
+    String(n.inflight),
+    "x-sluice-queued",
+    String(n.queued),
+    "x-sluice-reason",
+    error.code,
+    "x-sluice-request-id",
+    requestId,
+  ];
+  if (n.lane) headers.push("x-sluice-lane", n.lane);
+  if (priority) headers.push("x-sluice-priority", priority);
+  if (close) headers.push("connection", "close");
   res.writeHead(error.httpStatus, headers);
   res.end(body);
 }
