@@ -292,10 +292,19 @@ describe("Governor: budgets", () => {
     });
     const q1 = await gov.acquire("qwen");
     const order: string[] = [];
-    const q2 = gov.acquire("qwen").then((l) => (order.push("qwen-2"), l)); // blocked by its lane
+    const q2 = gov.acquire("qwen").then((l) => {
+      order.push("qwen-2");
+      return l;
+    }); // blocked by its lane
     const e1 = await gov.acquire("embed"); // not blocked by qwen's full lane
-    const e2 = gov.acquire("embed", { priority: "bulk" }).then((l) => (order.push("embed-bulk"), l));
-    const e3 = gov.acquire("embed", { priority: "interactive" }).then((l) => (order.push("embed-int"), l));
+    const e2 = gov.acquire("embed", { priority: "bulk" }).then((l) => {
+      order.push("embed-bulk");
+      return l;
+    });
+    const e3 = gov.acquire("embed", { priority: "interactive" }).then((l) => {
+      order.push("embed-int");
+      return l;
+    });
     assert.equal(gov.snapshot().groups[0]!.inflight, 2);
     e1.release(); // group frees one: the best waiter across lanes is embed-int
     await flush();
@@ -431,7 +440,11 @@ describe("Governor: stream", () => {
     const held = await gov.acquire("L");
     let calls = 0;
     const consumed = (async () => {
-      for await (const _ of gov.stream("L", () => (calls++, items(1)))) {
+      const factory = () => {
+        calls++;
+        return items(1);
+      };
+      for await (const _ of gov.stream("L", factory)) {
       }
     })();
     clock.advance(1000);

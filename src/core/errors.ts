@@ -37,11 +37,14 @@ export abstract class SluiceError extends Error {
     Error.stackTraceLimit = limit;
   }
 
+  // `this` is the class `instanceof` was asked about (a subclass too): it must stay polymorphic.
   static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: see above
     if (this === SluiceError) return isSluiceError(value);
     // Subclasses: same brand and one of the class's codes, so it works across package copies.
+    // biome-ignore lint/complexity/noThisInStatic: see above
     const codes = (this as unknown as { CODES?: readonly string[] }).CODES;
-    return isSluiceError(value) && codes !== undefined && codes.includes(value.code);
+    return isSluiceError(value) && codes?.includes(value.code) === true;
   }
 }
 

@@ -74,7 +74,7 @@ export class Lane<T extends QueueNode = QueueNode> {
     if (this.pods === null) return this.settings.limit;
     let sum = 0;
     for (const pod of this.pods) sum += pod.width.width;
-    return sum < this.settings.limit ? sum : this.settings.limit;
+    return Math.min(sum, this.settings.limit);
   }
 
   /**

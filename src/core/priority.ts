@@ -44,5 +44,5 @@ export function parsePriority(value: unknown, where = "priority"): Priority {
 export function effectiveRank(rank: Rank, arrivedAt: number, nowMs: number, agingMs: number): number {
   if (rank === 0) return 0;
   const steps = Math.floor((nowMs - arrivedAt) / agingMs);
-  return steps >= rank ? 0 : rank - (steps > 0 ? steps : 0);
+  return steps >= rank ? 0 : rank - Math.max(steps, 0);
 }

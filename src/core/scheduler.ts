@@ -76,7 +76,7 @@ export class Scheduler {
   admit(t: Ticket, nowMs: number): "granted" | "queued" {
     const lane = t.laneRef;
     const key = t.key;
-    if (key !== null && key.full) throw this.#refuse(lane, keyLimit(key, lane));
+    if (key?.full) throw this.#refuse(lane, keyLimit(key, lane));
     t.enqueuedAt = nowMs;
     if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
@@ -227,7 +227,11 @@ export class Scheduler {
 
   /** Records the dispatch of `t` to `pod` (the pod's counts were already taken). */
   #attach(t: Ticket, pod: Pod, nowMs: number): void {
-    const d = t.dispatch ?? (t.dispatch = new PodAttempt(pod));
+    let d = t.dispatch;
+    if (d === null) {
+      d = new PodAttempt(pod);
+      t.dispatch = d;
+    }
     d.pod = pod;
     d.inflightAtStart = pod.inflight;
     d.widthAtStart = pod.width.width;
@@ -299,7 +303,8 @@ export class Scheduler {
     d.attempts++;
     this.#endPodAttempt(lane, t, outcome, nowMs);
     const refused = d.pod!;
-    d.refusedBy === null ? (d.refusedBy = [refused]) : d.refusedBy.push(refused);
+    if (d.refusedBy === null) d.refusedBy = [refused];
+    else d.refusedBy.push(refused);
     d.pod = null; // its ending is settled: an end() from here on must not settle it again
     const pod = lane.choosePod(nowMs, d.refusedBy);
     if (pod !== null && !d.refusedBy.includes(pod)) {

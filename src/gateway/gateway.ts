@@ -260,12 +260,13 @@ export class Gateway {
       // 5. wait for every budget on the path
       const key = caller.key?.id;
       lease =
-        (model.mode === "enforce"
+        model.mode === "enforce"
           ? this.governor.tryAcquire(model.name, { priority, ...(key ? { key } : {}) })
-          : undefined) ??
-        (clientGone
-          ? undefined
-          : await this.#wait(model, priority, caller, tokens, (abort = new AbortController()).signal));
+          : undefined;
+      if (lease === undefined && !clientGone) {
+        abort = new AbortController();
+        lease = await this.#wait(model, priority, caller, tokens, abort.signal);
+      }
       if (lease === undefined) return; // client left while queued
       // 6. dispatch and stream back
       result = await dispatch(this.#upstreams, {
