@@ -264,6 +264,13 @@ export class Gateway {
           ? this.governor.tryAcquire(model.name, { priority, ...(key ? { key } : {}) })
           : undefined;
       if (lease === undefined && !clientGone) {
+        // Under overload most calls that miss the fast path are refused: say so without the
+        // AbortController, promise and thrown error that waiting needs (the refusal is counted).
+        const refusal =
+          model.mode === "enforce"
+            ? this.governor.check(model.name, { priority, ...(key ? { key } : {}) })
+            : undefined;
+        if (refusal !== undefined) throw refusal;
         abort = new AbortController();
         lease = await this.#wait(model, priority, caller, tokens, abort.signal);
       }
