@@ -34,6 +34,12 @@ export interface PrometheusMetricsOptions extends MetricsRecorderOptions {
   defaultMetrics?: boolean;
 }
 
+/** One level of the labelled-children tree (see `PrometheusSink.#child`). */
+interface ChildNode {
+  next: Map<string, ChildNode>;
+  child: unknown;
+}
+
 /** A `MetricSink` over prom-client metrics registered in one registry. */
 export class PrometheusSink implements MetricSink {
   readonly registry: Registry;
@@ -74,18 +80,27 @@ export class PrometheusSink implements MetricSink {
    * Labelled children by metric and label values. prom-client hashes the label object on every
    * update; the gateway updates a few counters per request, so it asks once per label set.
    */
-  readonly #children = new Map<string, { inc(v: number): void } | { observe(v: number): void }>();
+  readonly #children = new Map<MetricName, ChildNode>();
 
   #child(kind: "c" | "h", name: MetricName, labels: Record<string, string>): unknown {
-    let key = `${kind}${name}`;
-    for (const k in labels) key += `\u0000${labels[k]}`;
-    let child = this.#children.get(key);
-    if (child === undefined) {
-      child =
-        kind === "c" ? this.#counters.get(name)!.labels(labels) : this.#histograms.get(name)!.labels(labels);
-      this.#children.set(key, child);
+    // A tree keyed by label values in order: no key string is built per update.
+    let node: ChildNode | undefined = this.#children.get(name);
+    if (node === undefined) {
+      node = { next: new Map(), child: undefined };
+      this.#children.set(name, node);
     }
-    return child;
+    for (const k in labels) {
+      const v = labels[k]!;
+      let next: ChildNode | undefined = node.next.get(v);
+      if (next === undefined) {
+        next = { next: new Map(), child: undefined };
+        node.next.set(v, next);
+      }
+      node = next;
+    }
+    node.child ??=
+      kind === "c" ? this.#counters.get(name)!.labels(labels) : this.#histograms.get(name)!.labels(labels);
+    return node.child;
   }
 
   counter<N extends MetricNameOf<"counter">>(name: N, labels: LabelsOf<N>, value = 1): void {
