@@ -264,7 +264,7 @@ export class Governor implements TicketOwner {
     factory: (ctx: CallContext) => AsyncIterable<T> | Promise<AsyncIterable<T>>,
     options: StreamOptions = {},
   ): AsyncIterable<T> {
-    return streamWithLease(this, this.#clock, lane, factory, options);
+    return streamWithLease(this, this.#clock, this.#random, lane, factory, options);
   }
 
   /** True while `pod`'s breaker is open and cooling down. A pure read: it takes no probe. */

@@ -34,6 +34,7 @@ interface Acquirer {
 export async function* streamWithLease<T>(
   gov: Acquirer,
   clock: Clock,
+  random: () => number,
   lane: string,
   factory: (ctx: CallContext) => AsyncIterable<T> | Promise<AsyncIterable<T>>,
   options: StreamOptions,
@@ -70,7 +71,7 @@ export async function* streamWithLease<T>(
       if (!ended) lease.release();
     }
     // Released before the backoff, so the wait holds no slot (seed 002 D5).
-    await sleep(clock, Math.random() * backoffMs * 2 ** attempt, options.signal);
+    await sleep(clock, random() * backoffMs * 2 ** attempt, options.signal); // full jitter
   }
 }
 

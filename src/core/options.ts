@@ -54,7 +54,7 @@ export interface GovernorOptions {
   keys?: Record<string, { maxInflight: number; maxPriority?: Priority }>;
   /** Time source. **Default:** `performance.now()`. Tests pass a `ManualClock`. */
   clock?: Clock;
-  /** Randomness for breaker jitter, in [0, 1). **Default:** `Math.random`. */
+  /** Randomness for breaker and reconnect jitter, in [0, 1). **Default:** `Math.random`. */
   random?: () => number;
 }
 
