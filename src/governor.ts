@@ -314,6 +314,16 @@ export class Governor implements TicketOwner {
     this.#arm(now);
   }
 
+  /** @internal TicketOwner: the caller released a re-dispatch that was waiting for a pod. */
+  abandon(t: Ticket): void {
+    if (!this.#scheduler.cancel(t, this.#clock.now())) return;
+    this.#settleWaiter(
+      t,
+      new Error(`lease on lane ${t.lane} was released while its re-dispatch waited for a pod`),
+    );
+    this.#arm();
+  }
+
   /** @internal TicketOwner: re-dispatch after a refusal before the pod started the call. */
   retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
     const outcome = classifyOutcome(failure ?? { refused: true });

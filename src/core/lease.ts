@@ -34,7 +34,7 @@ export interface Lease extends Disposable, AsyncDisposable {
   succeeded(usage?: Usage): void;
   /** The call failed: an overload status or refusal narrows the pod, then releases. */
   failed(failure: FailureInput): void;
-  /** Releases without a verdict (idempotent). */
+  /** Releases without a verdict (idempotent); also gives up a re-dispatch still waiting for a pod. */
   release(): void;
   /**
    * The pod refused before starting the call: re-dispatch to another pod keeping the arrival
@@ -48,6 +48,8 @@ export interface Lease extends Disposable, AsyncDisposable {
 export interface TicketOwner {
   end(ticket: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void;
   retry(ticket: Ticket, failure: FailureInput | undefined): Promise<boolean>;
+  /** The caller gave up on a re-dispatch that is waiting for a pod. */
+  abandon(ticket: Ticket): void;
 }
 
 /** A ticket waits, then holds a grant, then has ended; it never goes back. */
@@ -138,6 +140,8 @@ export class Ticket implements Lease, QueueNode {
 
   release(): void {
     if (this.state === "granted") this.owner.end(this, undefined, false);
+    // A re-dispatch waiting again for a pod: releasing gives the call up (its retry() rejects).
+    else if (this.state === "waiting" && this.resolve !== null && this.attempts > 1) this.owner.abandon(this);
   }
 
   retry(failure?: FailureInput): Promise<boolean> {

@@ -66,4 +66,19 @@ describe("regress: a re-dispatch that waits again", () => {
     assert.equal(gov.snapshot().lanes[0]!.queued, 0, "the abort removed the waiting retry");
     await assert.rejects(retried, (e) => e === reason);
   });
+
+  test("is given up by release(): the retry rejects and nothing is left waiting", async () => {
+    const { gov } = await setup();
+    const l1 = await gov.acquire("P");
+    const l2 = await gov.acquire("P");
+    const retried = l1.retry({ refused: true }); // p0 refused, p1 busy: waits again
+    retried.catch(() => {});
+    await tick();
+    assert.equal(gov.snapshot().lanes[0]!.queued, 1);
+    l1.release();
+    await assert.rejects(retried, /released while its re-dispatch waited/);
+    assert.deepEqual([gov.snapshot().lanes[0]!.queued, gov.snapshot().lanes[0]!.inflight], [0, 1]);
+    l2.release();
+    assert.equal(gov.snapshot().lanes[0]!.inflight, 0);
+  });
 });

@@ -72,6 +72,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #done = false;
   #listening = false;
   #clientGone = false;
+  #retrying = false;
 
   constructor(
     readonly upstreams: Upstreams,
@@ -114,6 +115,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.input.res.writableFinished) return;
     this.#clientGone = true;
     this.#controller?.abort(CLIENT_GONE);
+    // A re-dispatch waiting for a pod has no one to answer any more: give it up.
+    if (this.#retrying) this.input.lease.release();
   };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -191,8 +194,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   }): Promise<void> {
     const { input, result } = this;
     result.overloadStatus = held.status;
-    const again = await input.lease.retry({ status: held.status, headers: held.headers }).catch(() => false);
-    if (again && !this.#clientGone) return this.send();
+    if (await this.#retry({ status: held.status, headers: held.headers })) return this.send();
     // No re-dispatch: pass the pod's own answer through (the lease already heard the refusal).
     const body = Buffer.concat(held.chunks);
     input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
@@ -225,7 +227,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#held === null &&
       input.body !== null &&
       classifyOutcome(error).kind === "congestion" &&
-      (await input.lease.retry(error).catch(() => false))
+      (await this.#retry(error))
     ) {
       return this.send();
     }
@@ -237,6 +239,13 @@ class Exchange implements Dispatcher.DispatchHandler {
       sendUpstreamError(input.res, input.lease, input.extraHeaders, error);
     }
     this.#finish();
+  }
+
+  async #retry(failure: unknown): Promise<boolean> {
+    this.#retrying = true;
+    const again = await this.input.lease.retry(failure).catch(() => false);
+    this.#retrying = false;
+    return again && !this.#clientGone;
   }
 
   #finish(): void {
