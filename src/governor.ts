@@ -140,14 +140,14 @@ export class Governor implements TicketOwner {
     if (laneState === null) return Promise.resolve(this.#passThrough.get(lane)!);
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority() ?? "default";
-    let rank = rankOf(priority);
-    if (rank === undefined) {
+    const asked = rankOf(priority);
+    if (asked === undefined) {
       return Promise.reject(
         new TypeError(`priority must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(priority)}`),
       );
     }
-    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
-    if (key !== null && rank < key.maxRank) rank = key.maxRank;
+    const key = this.#key(options.key);
+    const rank = capped(asked, key);
     const now = this.#clock.now();
     if (laneState.pods !== null && laneState.allTripped(now)) {
       const fallback = laneState.settings.fallback;
@@ -158,7 +158,7 @@ export class Governor implements TicketOwner {
         return Promise.reject(this.#breakerOpen(laneState, now));
       }
     }
-    const t = new Ticket(laneState, rank as Rank, options.arrivedAt ?? now, key);
+    const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
     if (signal !== undefined) t.abort = { signal, detach: null };
     let admitted: "granted" | "queued";
     try {
@@ -187,10 +187,9 @@ export class Governor implements TicketOwner {
   check(lane: string, options: { priority?: Priority; key?: string } = {}): SluiceError | undefined {
     const laneState = this.#lanes.get(lane);
     if (laneState === undefined) return undefined;
-    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
-    let rank = rankOf(options.priority ?? "default") ?? 1;
-    if (key !== null && rank < key.maxRank) rank = key.maxRank;
-    return this.#scheduler.precheck(laneState, rank as Rank, key) ?? undefined;
+    const key = this.#key(options.key);
+    const rank = capped(rankOf(options.priority ?? currentPriority() ?? "default") ?? 1, key);
+    return this.#scheduler.precheck(laneState, rank, key) ?? undefined;
   }
 
   /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
@@ -214,11 +213,6 @@ export class Governor implements TicketOwner {
     return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
   }
 
-  /** Whether `lane` is configured (or was created from the defaults). */
-  hasLane(lane: string): boolean {
-    return this.#lanes.has(lane) || this.#passThrough.has(lane);
-  }
-
   /**
    * A lease at once if a slot is free now, else `undefined` — nothing queued, refused or counted.
    * The gateway's fast path: only a call that must wait pays for an AbortSignal and a promise.
@@ -229,13 +223,12 @@ export class Governor implements TicketOwner {
     if (pass !== undefined) return pass;
     const laneState = this.#lanes.get(lane);
     if (laneState === undefined || this.#closed) return undefined;
-    let rank = rankOf(options.priority ?? currentPriority() ?? "default");
-    if (rank === undefined) return undefined;
-    const key = options.key === undefined ? null : (this.#keys.get(options.key) ?? null);
-    if (key !== null && rank < key.maxRank) rank = key.maxRank;
+    const asked = rankOf(options.priority ?? currentPriority() ?? "default");
+    if (asked === undefined) return undefined;
+    const key = this.#key(options.key);
     const now = this.#clock.now();
     if (laneState.pods !== null && laneState.allTripped(now)) return undefined;
-    const t = new Ticket(laneState, rank as Rank, options.arrivedAt ?? now, key);
+    const t = new Ticket(laneState, capped(asked, key), options.arrivedAt ?? now, key);
     if (!this.#scheduler.grantIfFree(t, now)) return undefined;
     if (grantChannel.hasSubscribers) grantChannel.publish(t);
     return t;
@@ -303,6 +296,11 @@ export class Governor implements TicketOwner {
     this.#cancelTimer?.();
     this.#cancelTimer = undefined;
     this.#timerAt = Number.POSITIVE_INFINITY;
+  }
+
+  /** The key's budget, or null for no key or one not configured (untracked). */
+  #key(name: string | undefined): KeyBudget | null {
+    return name === undefined ? null : (this.#keys.get(name) ?? null);
   }
 
   /** @internal TicketOwner: a lease ended. */
@@ -461,4 +459,9 @@ export class Governor implements TicketOwner {
     if (this.#breakerChanges.size > 0)
       this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
   }
+}
+
+/** A class's rank, lowered to the highest class the key may claim. */
+function capped(rank: Rank, key: KeyBudget | null): Rank {
+  return key !== null && rank < key.maxRank ? key.maxRank : rank;
 }

@@ -101,8 +101,7 @@ export class Scheduler {
    */
   #grantAsWaiter(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
     if (lane.queue.size === 0 || lane.inflight >= lane.limit) return false;
-    if (t.key !== null) t.key.queued++;
-    lane.queue.push(t);
+    this.#push(lane, t, nowMs);
     this.pass(nowMs);
     if ((t.state as string) === "granted") return true;
     this.#remove(lane, t, nowMs);
@@ -168,10 +167,15 @@ export class Scheduler {
         this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
       );
     }
+    this.#push(lane, t, nowMs);
+  }
+
+  /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
+  #push(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
     if (t.key !== null) t.key.queued++;
     t.state = "waiting";
-    queue.push(t);
-    if (queue.size === 1) this.#waiting.add(lane);
+    lane.queue.push(t);
+    if (lane.queue.size === 1) this.#waiting.add(lane);
     lane.noteQueue(nowMs);
   }
 
@@ -249,7 +253,8 @@ export class Scheduler {
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)
       lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryBank(lane.limit));
-    this.#giveLane(lane, t);
+    this.#giveSlots(lane, t);
+    if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);
     if (this.onRelease.size > 0)
@@ -257,11 +262,11 @@ export class Scheduler {
     if (this.#waiting.size > 0) this.pass(nowMs);
   }
 
-  #giveLane(lane: Lane<Ticket>, t: Ticket): void {
+  /** Gives back the lane's slot, its groups' and its key's (never below zero). */
+  #giveSlots(lane: Lane<Ticket>, t: Ticket): void {
     if (lane.inflight > 0) lane.inflight--;
     for (const g of lane.groups) g.give();
     if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
-    if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
   }
 
   #endPodAttempt(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
@@ -337,17 +342,9 @@ export class Scheduler {
         this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
       );
     }
-    lane.inflight--;
-    for (const g of lane.groups) g.give();
-    if (t.key !== null) {
-      t.key.inflight--;
-      t.key.queued++;
-    }
-    t.state = "waiting";
+    this.#giveSlots(lane, t);
     t.enqueuedAt = nowMs;
-    lane.queue.push(t);
-    if (lane.queue.size === 1) this.#waiting.add(lane);
-    lane.noteQueue(nowMs);
+    this.#push(lane, t, nowMs);
     this.pass(nowMs);
     return (t.state as string) === "granted" ? "dispatched" : "queued";
   }

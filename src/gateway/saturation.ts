@@ -48,7 +48,7 @@ export class SaturationPoller {
   start(): void {
     for (const w of this.#watched) {
       w.lastOkAt = performance.now();
-      w.timer = setInterval(() => void this.poll(w), w.intervalMs);
+      w.timer = setInterval(() => void this.#poll(w), w.intervalMs);
       w.timer.unref();
     }
   }
@@ -57,8 +57,8 @@ export class SaturationPoller {
     for (const w of this.#watched) clearInterval(w.timer);
   }
 
-  /** One scrape of one pod; exported for tests through `pollAll`. */
-  async poll(w: Watched): Promise<void> {
+  /** One scrape of one pod. */
+  async #poll(w: Watched): Promise<void> {
     try {
       const res = await request(w.url, { headersTimeout: w.intervalMs, bodyTimeout: w.intervalMs });
       const text = await res.body.text();
@@ -73,10 +73,5 @@ export class SaturationPoller {
     }
     if (performance.now() - w.lastOkAt > STALE_INTERVALS * w.intervalMs)
       this.governor.reportSaturation(w.pod);
-  }
-
-  /** Scrapes every watched pod once (tests and `sluice status`). */
-  async pollAll(): Promise<void> {
-    await Promise.all(this.#watched.map((w) => this.poll(w)));
   }
 }
