@@ -20,8 +20,11 @@ test("forgets what is older than five minutes, in one-minute slices", () => {
   assert.equal(h.quantile(0.9, 300_000), 0);
 });
 
-test("memory is fixed however many waits are recorded", () => {
+test("a hundred thousand waits in one window still give quantiles within a bucket", () => {
+  // Memory is fixed by construction (5 × 72 counters); what can be checked is that counts this
+  // large stay exact: waits spread evenly over 0–5 s have their median near 2.5 s.
   const h = new WindowHistogram();
-  for (let i = 0; i < 100_000; i++) h.record(i % 5000, i);
-  assert.ok(h.quantile(0.5, 100_000) > 0);
+  for (let i = 0; i < 100_000; i++) h.record(i % 5000, i % 50_000);
+  const p50 = h.quantile(0.5, 50_000);
+  assert.ok(p50 >= 2500 && p50 <= 3125, `p50 ${p50}`);
 });
