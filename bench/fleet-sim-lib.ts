@@ -11,176 +11,13 @@
  * refusal, 29–32 served) and refuses past that.
  */
 import type { Clock } from "../src/core/clock.js";
-import { ManualClock } from "../src/core/clock.js";
 import type { Lease } from "../src/core/lease.js";
-import type { LaneOptions } from "../src/core/options.js";
 import { Governor } from "../src/governor.js";
+import { EventHeap, exponential, flush, lognormal, prng, SimClock } from "./fleet-sim-kit.js";
+import type { PodSpec, Scenario } from "./fleet-sim-scenarios.js";
 
 // ---------------------------------------------------------------------------------------------
-// Randomness
-
-/** mulberry32: a small, fast, seeded PRNG with values in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Exponential variate with the given mean. */
-export function exponential(random: () => number, mean: number): number {
-  return -Math.log(1 - random()) * mean;
-}
-
-/** Lognormal variate with the given mean and shape σ (σ = 0 gives the mean exactly). */
-export function lognormal(random: () => number, mean: number, sigma: number): number {
-  if (sigma === 0) return mean;
-  const u1 = 1 - random();
-  const u2 = random();
-  const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
-  return mean * Math.exp(sigma * z - (sigma * sigma) / 2);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Time
-
-/** A ManualClock that also tells when its next timer is due, so the sim can stop there. */
-export class SimClock extends ManualClock {
-  readonly #due = new Set<{ at: number }>();
-
-  override setTimer(atMs: number, fn: () => void): () => void {
-    const rec = { at: atMs };
-    this.#due.add(rec);
-    const cancel = super.setTimer(atMs, () => {
-      this.#due.delete(rec);
-      fn();
-    });
-    return () => {
-      this.#due.delete(rec);
-      cancel();
-    };
-  }
-
-  /** When the earliest pending timer is due; Infinity when none. */
-  nextTimerAt(): number {
-    let at = Number.POSITIVE_INFINITY;
-    for (const r of this.#due) if (r.at < at) at = r.at;
-    return at;
-  }
-}
-
-/** Resolves after every microtask queued so far (and those they queue) has run. */
-export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-interface SimEvent {
-  at: number;
-  seq: number;
-  run: () => void;
-}
-
-/** Binary min-heap of events by (time, insertion order). */
-class EventHeap {
-  readonly #a: SimEvent[] = [];
-  #seq = 0;
-
-  get size(): number {
-    return this.#a.length;
-  }
-
-  peekAt(): number {
-    return this.#a.length === 0 ? Number.POSITIVE_INFINITY : this.#a[0]!.at;
-  }
-
-  push(at: number, run: () => void): void {
-    const a = this.#a;
-    const e: SimEvent = { at, seq: this.#seq++, run };
-    a.push(e);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!less(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
-  }
-
-  pop(): SimEvent | undefined {
-    const a = this.#a;
-    if (a.length === 0) return undefined;
-    const top = a[0]!;
-    const last = a.pop()!;
-    if (a.length > 0) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && less(a[l]!, a[m]!)) m = l;
-        if (r < a.length && less(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
-        i = m;
-      }
-    }
-    return top;
-  }
-}
-
-const less = (x: SimEvent, y: SimEvent): boolean => x.at < y.at || (x.at === y.at && x.seq < y.seq);
-
-// ---------------------------------------------------------------------------------------------
-// Scenario
-
-/** One simulated upstream pod. */
-export interface PodSpec {
-  id: string;
-  /** Calls it can serve at once: hidden from the Governor. */
-  capacity: number;
-  /** The operator's ceiling (`maxInflight`). */
-  ceiling: number;
-  /** Extra calls it accepts into a listen backlog before refusing. **Default:** 0. */
-  backlog?: number;
-}
-
-/** A time span in which pods refuse every call. */
-export interface Outage {
-  fromMs: number;
-  toMs: number;
-  /** Pods affected. **Default:** every pod. */
-  pods?: string[];
-}
-
-export type Load =
-  /** Open loop: Poisson arrivals at `factor` × the fleet's total true capacity ÷ mean service time. */
-  | { kind: "poisson"; factor: number }
-  /** Closed loop: `callers` loops, each starting its next call as soon as the last one ends. */
-  | { kind: "closed"; callers: number };
-
-export interface Scenario {
-  name: string;
-  pods: PodSpec[];
-  load: Load;
-  /** Service time per call: lognormal with this mean and shape. */
-  service: { meanMs: number; sigma: number };
-  /** What a caller does when its pod refuses: re-dispatch (`lease.retry`) or give up (`lease.failed`). */
-  onRefusal: "retry" | "fail";
-  /** Lane options merged over the defaults below (limit 256, queue 10 000, timeout 600 s, floor 4). */
-  lane?: Partial<LaneOptions>;
-  /** Simulated time before measuring (convergence). */
-  warmupMs: number;
-  /** Measured window after the warm-up. */
-  measureMs: number;
-  /** Spans in which pods refuse everything (a dead fleet). */
-  outages?: Outage[];
-  seed: number;
-  /** Bucket size for the utilization time series. **Default:** 1 000 ms. */
-  bucketMs?: number;
-}
+// Results
 
 /** Per-pod figures over the measured window. */
 export interface PodResult {
@@ -200,6 +37,11 @@ export interface PodResult {
   cuts: number;
   trips: number;
   finalBreaker: string;
+  /**
+   * The width's range in each bucket of the whole run, warm-up included, as `[min, max]`: how it
+   * moved over time (bench/fleet-sim.ts --widths prints it; the test finds when it settled).
+   */
+  widthSeries: Array<[number, number]>;
 }
 
 export interface SimResult {
@@ -282,6 +124,9 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
     maxWidth: number;
     maxInflightSeen: number;
     buckets: number[];
+    /** Width range per bucket, filled up to `widthBucket`. */
+    widthSeries: Array<[number, number]>;
+    widthBucket: number;
   }
   const pods = new Map<string, UpPod>();
   for (const spec of s.pods)
@@ -302,6 +147,8 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
       maxWidth: spec.ceiling,
       maxInflightSeen: 0,
       buckets: [],
+      widthSeries: [],
+      widthBucket: -1,
     });
 
   /** Integrates busy-slot time (clipped to the window) and the per-bucket series up to `t`. */
@@ -323,7 +170,17 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
     }
     p.lastT = t;
   };
+  const bucketCount = Math.ceil(endMs / bucketMs);
+  /** Carries the width in force into every bucket up to the one holding `t`, then adds `width`. */
+  const seriesWidth = (p: UpPod, width: number, t: number) => {
+    const k = Math.min(Math.floor(t / bucketMs), bucketCount - 1);
+    while (p.widthBucket < k) p.widthSeries[++p.widthBucket] = [p.width, p.width];
+    const range = p.widthSeries[k]!;
+    range[0] = Math.min(range[0], width);
+    range[1] = Math.max(range[1], width);
+  };
   const noteWidth = (p: UpPod, width: number, t: number) => {
+    seriesWidth(p, width, t);
     const a = Math.max(p.widthT, s.warmupMs);
     const b = Math.min(t, endMs);
     if (b > a) p.widthArea += p.width * (b - a);
@@ -474,7 +331,6 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
   let busy = 0;
   let cap = 0;
   let maxCeilingUse = 0;
-  const bucketCount = Math.ceil(endMs / bucketMs);
   const series = new Array<number>(bucketCount).fill(0);
   const totalCap = s.pods.reduce((a, p) => a + p.capacity, 0);
   const podResults: PodResult[] = [];
@@ -500,6 +356,7 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
       cuts: p.cuts,
       trips: p.trips,
       finalBreaker: ps.breaker,
+      widthSeries: p.widthSeries,
     });
   }
   latencies.sort((a, b) => a - b);
@@ -530,96 +387,25 @@ export async function runScenario(s: Scenario): Promise<SimResult> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The standard fleet and scenarios (seed 000's measured pods)
+// Convergence
 
-/** Four pods serving 29–32 at once (seed 000), each configured with ceiling 64. */
-export function seed000Fleet(backlog = 0): PodSpec[] {
-  return [29, 30, 31, 32].map((capacity, i) => ({
-    id: `http://10.0.0.${i + 1}:8000`,
-    capacity,
-    ceiling: 64,
-    backlog,
-  }));
+/** Factor of a repeat cut: `AimdOptions.decrease`'s default in src/core/aimd.ts. */
+export const REPEAT_CUT = 0.8;
+
+/**
+ * Where a converged width may be, `[low, high]`. A pod with no backlog refuses the call that would
+ * make capacity + 1 in flight, so the width's sawtooth tops out at capacity + 1 (the probe that
+ * is refused) and each refusal cuts it to ⌊0.8 × (capacity + 1)⌋: 24–30 for capacity 29, 26–33
+ * for 32. A width outside it has not converged (still climbing, or cut twice for one event).
+ */
+export function convergenceBand(capacity: number): [number, number] {
+  return [Math.floor(REPEAT_CUT * (capacity + 1)), capacity + 1];
 }
 
-const SERVICE = { meanMs: 1000, sigma: 0.5 };
-
-/** The scenarios `bench/fleet-sim.ts` prints; `measureMs` can be shortened for quick runs. */
-export function standardScenarios(seed = 1, measureMs = 600_000): Scenario[] {
-  const base = {
-    pods: seed000Fleet(),
-    service: SERVICE,
-    warmupMs: 60_000,
-    measureMs,
-    seed,
-  };
-  return [
-    {
-      ...base,
-      name: "steady: Poisson 2x, re-dispatch",
-      load: { kind: "poisson", factor: 2 },
-      onRefusal: "retry",
-    },
-    {
-      ...base,
-      name: "steady: Poisson 2x, fail on refusal",
-      load: { kind: "poisson", factor: 2 },
-      onRefusal: "fail",
-    },
-    {
-      ...base,
-      name: "steady: closed loop 256, re-dispatch",
-      load: { kind: "closed", callers: 256 },
-      onRefusal: "retry",
-    },
-    {
-      ...base,
-      name: "pods with a listen backlog (refuse > 2x)",
-      pods: seed000Fleet(32),
-      load: { kind: "poisson", factor: 2 },
-      onRefusal: "retry",
-    },
-    {
-      ...base,
-      name: "adaptive: false (fixed at 64)",
-      lane: { adaptive: false },
-      load: { kind: "poisson", factor: 2 },
-      onRefusal: "retry",
-    },
-  ];
-}
-
-/** Every pod refuses everything from 60 s to 90 s; the window is the outage. */
-export function deadFleetScenario(seed = 1): Scenario {
-  return {
-    name: "dead fleet 30 s (Poisson 2x, re-dispatch)",
-    pods: seed000Fleet(),
-    service: SERVICE,
-    load: { kind: "poisson", factor: 2 },
-    onRefusal: "retry",
-    warmupMs: 60_000,
-    measureMs: 30_000,
-    outages: [{ fromMs: 60_000, toMs: 90_000 }],
-    seed,
-  };
-}
-
-/** The dead fleet followed by its recovery: the window is the minute after the outage. */
-export function deadFleetRecoveryScenario(seed = 1): Scenario {
-  return {
-    ...deadFleetScenario(seed),
-    name: "after the dead fleet (90-150 s)",
-    warmupMs: 90_000,
-    measureMs: 60_000,
-  };
-}
-
-/** The dead fleet measured over the whole run (0–150 s), so banked re-dispatch budget is included. */
-export function deadFleetWholeRunScenario(seed = 1): Scenario {
-  return {
-    ...deadFleetScenario(seed),
-    name: "dead fleet, whole run (0-150 s)",
-    warmupMs: 0,
-    measureMs: 150_000,
-  };
+/** The start of the first bucket from which the pod's width stays within its band to the end. */
+export function settledAtMs(p: PodResult, bucketMs: number): number {
+  const [low, high] = convergenceBand(p.capacity);
+  let k = p.widthSeries.length;
+  while (k > 0 && p.widthSeries[k - 1]![0] >= low && p.widthSeries[k - 1]![1] <= high) k--;
+  return k * bucketMs;
 }

@@ -1,26 +1,29 @@
 /**
- * Fleet simulation report: `node --import tsx bench/fleet-sim.ts [--seed N] [--quick] [--json]`.
+ * Fleet simulation report:
+ * `node --import tsx bench/fleet-sim.ts [--seed N] [--quick] [--json] [--widths]`.
  *
  * Four pods whose true capacities (29, 30, 31, 32: seed 000's measurements) are hidden from the
  * Governor, each configured at ceiling 64, one lane, offered 2× the fleet's capacity. Measures
  * after a 60 s warm-up over 600 s of simulated time (120 s with --quick), then a dead fleet.
  * Targets: utilization ≥ 90 %, refusals ≤ 10 per 1,000 dispatches; in the dead fleet, upstream
- * attempts ≤ 1.1 × calls. Exits 0 either way (a report, not a gate); the verdicts are printed.
+ * attempts ≤ 1.1 × calls; every width settled within its convergence band before the window
+ * opens. `--widths` also prints each pod's width range per second over the first minute.
+ * Exits 0 either way (a report, not a gate); the verdicts are printed.
  */
+import { convergenceBand, runScenario, type SimResult, settledAtMs } from "./fleet-sim-lib.js";
 import {
   deadFleetRecoveryScenario,
   deadFleetScenario,
   deadFleetWholeRunScenario,
-  runScenario,
-  type SimResult,
   standardScenarios,
-} from "./fleet-sim-lib.js";
+} from "./fleet-sim-scenarios.js";
 
 const args = process.argv.slice(2);
 const seedArg = args.indexOf("--seed");
 const seed = seedArg >= 0 ? Number(args[seedArg + 1]) : 1;
 const quick = args.includes("--quick");
 const json = args.includes("--json");
+const showWidths = args.includes("--widths");
 
 const UTILIZATION_TARGET = 0.9;
 const REFUSALS_TARGET = 10;
@@ -36,9 +39,10 @@ function table(headers: string[], rows: string[][]): string {
 }
 
 const started = performance.now();
+const scenarios = standardScenarios(seed, quick ? 120_000 : 600_000);
+const warmupMs = scenarios[0]!.warmupMs;
 const steady: SimResult[] = [];
-for (const scenario of standardScenarios(seed, quick ? 120_000 : 600_000))
-  steady.push(await runScenario(scenario));
+for (const scenario of scenarios) steady.push(await runScenario(scenario));
 const dead = await runScenario(deadFleetScenario(seed));
 const after = await runScenario(deadFleetRecoveryScenario(seed));
 const whole = await runScenario(deadFleetWholeRunScenario(seed));
@@ -54,7 +58,9 @@ if (json) {
 console.log(
   `sluice fleet simulation — seed ${seed}, pods 29/30/31/32 (ceiling 64), offered 2x, service lognormal mean 1 s σ 0.5`,
 );
-console.log(`warm-up 60 s, measured ${steady[0]!.windowMs / 1000} s; ${fix(elapsedS)} s wall\n`);
+console.log(
+  `warm-up ${warmupMs / 1000} s, measured ${steady[0]!.windowMs / 1000} s; ${fix(elapsedS)} s wall\n`,
+);
 console.log(
   table(
     [
@@ -83,15 +89,18 @@ console.log(
 );
 
 const main = steady[0]!;
+const settledS = main.pods.map((p) => settledAtMs(p, main.bucketMs) / 1000);
 console.log("\nper pod, first scenario (capacity → width range over the window):");
 console.log(
   table(
-    ["pod", "capacity", "util", "width min–max", "mean", "cuts", "refusals", "dispatches"],
-    main.pods.map((p) => [
+    ["pod", "capacity", "util", "width min–max", "band", "settled", "mean", "cuts", "refusals", "dispatches"],
+    main.pods.map((p, i) => [
       p.id,
       String(p.capacity),
       pct(p.utilization),
       `${p.minWidth}–${p.maxWidth}`,
+      convergenceBand(p.capacity).join("–"),
+      `${settledS[i]} s`,
       fix(p.meanWidth),
       String(p.cuts),
       String(p.refusals),
@@ -99,6 +108,21 @@ console.log(
     ]),
   ),
 );
+
+if (showWidths) {
+  console.log("\nwidths over the first minute, first scenario (each second's min–max; fleet utilization):");
+  const rows: string[][] = [];
+  for (let k = 0; k < Math.min(60, main.series.length); k++)
+    rows.push([
+      `${(k * main.bucketMs) / 1000}`,
+      pct(main.series[k]!),
+      ...main.pods.map((p) => {
+        const [lo, hi] = p.widthSeries[k]!;
+        return lo === hi ? String(lo) : `${lo}–${hi}`;
+      }),
+    ]);
+  console.log(table(["s", "util", ...main.pods.map((p) => `capacity ${p.capacity}`)], rows));
+}
 
 // Recovery after the dead fleet: first 1 s bucket after 90 s where utilization is back to 90 %
 // of the steady scenario's.
@@ -143,6 +167,9 @@ console.log(
 );
 console.log(
   `  refusals ≤ 10 per 1,000        ${fix(main.refusalsPer1000).padStart(8)}  ${verdict(main.refusalsPer1000 <= REFUSALS_TARGET)}`,
+);
+console.log(
+  `  widths settled by the window   ${`${Math.max(...settledS)} s`.padStart(8)}  ${verdict(Math.max(...settledS) * 1000 <= warmupMs)}`,
 );
 console.log(
   `  dead fleet attempts ≤ 1.1×     ${fix(dead.attemptsPerCall, 3).padStart(8)}  ${verdict(dead.attemptsPerCall <= AMPLIFICATION_TARGET)}`,
