@@ -19,6 +19,10 @@ import {
 
 const TOKENS = 12;
 
+/** A lane's snapshot by name. */
+const lane = (stack: Stack, name: string) =>
+  stack.gateway.governor.snapshot().lanes.find((l) => l.lane === name)!;
+
 describe("the openai client through sluice", SUITE, () => {
   let stack: Stack;
   let client: OpenAI;
@@ -28,12 +32,18 @@ describe("the openai client through sluice", SUITE, () => {
       sims: [
         { maxNumSeqs: 2, serviceMs: 1, tokensPerSecond: 2000, defaultOutputTokens: TOKENS },
         { maxNumSeqs: 1, serviceMs: 60_000 },
+        { maxNumSeqs: 1, serviceMs: 60_000 },
       ],
-      config: ([chatPod, busyPod]) => ({
+      config: ([chatPod, busyPod, slowPod]) => ({
         models: [
           model("qwen", [chatPod!], {}, 2),
-          // One slot, one waiting place with a short timeout: for the refusals.
-          model("busy", [busyPod!], { queue_limit: 1, queue_timeout_s: 0.2 }),
+          // One slot and one waiting place for the 429. The waiter's timeout is far longer than
+          // any test (it ends when the test aborts it): with 0.2 s, a slow machine timed it out
+          // before the third call arrived, which then queued and got 503 instead of 429.
+          model("busy", [busyPod!], { queue_limit: 1, queue_timeout_s: 300 }),
+          // Its own lane and pod for the 503: timing out is the behaviour under test there, so
+          // its length does not matter, and no other test's waiters share the lane.
+          model("slow", [slowPod!], { queue_limit: 1, queue_timeout_s: 0.2 }),
         ],
       }),
     });
@@ -91,7 +101,7 @@ describe("the openai client through sluice", SUITE, () => {
     const holding = held(stack.url, "busy", hold.signal, "one");
     await waitFor("the held call to run", () => stack.sims[1]!.stats().running === 1);
     const waiting = held(stack.url, "busy", hold.signal, "two");
-    await waitFor("the second call to queue", () => stack.gateway.governor.snapshot().lanes[1]!.queued === 1);
+    await waitFor("the second call to queue", () => lane(stack, "busy").queued === 1);
 
     const error = await client.chat.completions
       .create({ model: "busy", messages: [{ role: "user", content: "three" }] })
@@ -118,10 +128,10 @@ describe("the openai client through sluice", SUITE, () => {
 
   test("a 503 queue_timeout is an InternalServerError carrying its code", async () => {
     const hold = new AbortController();
-    const holding = held(stack.url, "busy", hold.signal, "one");
-    await waitFor("the held call to run", () => stack.sims[1]!.stats().running === 1);
+    const holding = held(stack.url, "slow", hold.signal, "one");
+    await waitFor("the held call to run", () => stack.sims[2]!.stats().running === 1);
     const error = await client.chat.completions
-      .create({ model: "busy", messages: [{ role: "user", content: "wait" }] })
+      .create({ model: "slow", messages: [{ role: "user", content: "wait" }] })
       .then(
         () => assert.fail("expected a refusal"),
         (e: unknown) => e,
