@@ -385,13 +385,24 @@ export class Governor implements TicketOwner {
     if (at === undefined || at >= this.#timerAt) return;
     this.#cancelTimer?.();
     this.#timerAt = at;
-    this.#cancelTimer = this.#clock.setTimer(at, () => {
-      this.#cancelTimer = undefined;
-      this.#timerAt = Number.POSITIVE_INFINITY;
-      this.#scheduler.tick(this.#clock.now());
-      this.#arm();
-    });
+    this.#cancelTimer = this.#clock.setTimer(at, this.#wake);
   }
+
+  /**
+   * The timer fired: expire, grant, re-arm — all at one reading of the clock. With two readings
+   * a pod change falling between them (a cooldown or pause ending at 919.4 ms, the pass at 919,
+   * the re-arm at 920) was seen by neither: too early for the pass, already past for
+   * `nextWakeAt`, so its waiter sat until its queue timeout (issue 14). A timer that fires
+   * before its time (libuv's cached loop time, a jittery clock) needs nothing more: the change
+   * is still ahead of that reading, so `nextWakeAt` names it and the timer is armed again.
+   */
+  readonly #wake = (): void => {
+    this.#cancelTimer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    this.#scheduler.tick(now);
+    this.#arm(now);
+  };
 
   #breakerOpen(lane: Lane<Ticket>, now: number): SluiceError {
     let first: Pod | undefined;

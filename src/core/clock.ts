@@ -23,7 +23,17 @@ const perf = globalThis.performance;
 export const systemClock: Clock = {
   now: () => Math.floor(perf.now()),
   setTimer(atMs, fn) {
-    const handle = setTimeout(fn, Math.max(0, atMs - perf.now()));
+    // Node runs timers on libuv's cached whole-millisecond loop time, so a timeout can fire a
+    // fraction of a millisecond before performance.now() reaches its due time; and on this
+    // whole-millisecond clock a fractional `atMs` (a jittered cooldown's end) is reached only at
+    // the next whole millisecond. So wait for that, and wait again if woken before it.
+    const due = Math.ceil(atMs);
+    const fire = (): void => {
+      const left = due - perf.now();
+      if (left > 0) handle = setTimeout(fire, left);
+      else fn();
+    };
+    let handle = setTimeout(fire, Math.max(0, due - perf.now()));
     return () => clearTimeout(handle);
   },
 };
