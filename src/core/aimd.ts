@@ -12,6 +12,8 @@
  *   up to the last cut value, then linear again.
  */
 
+import { DEFAULTS } from "./defaults.js";
+
 /** What an algorithm decided about a congestion signal. */
 export type CongestionVerdict =
   /** The first signal of a new event: the width was cut. */
@@ -76,7 +78,7 @@ export interface WidthState {
  */
 export const PROBE_RTTS = 8;
 
-/** Options for {@link AimdWidth}. */
+/** Options for {@link AimdWidth}. Defaults: `DEFAULTS.adaptive`. */
 export interface AimdOptions {
   /** The operator's ceiling (the pod's `maxInflight`): the start and the cap. */
   ceiling: number;
@@ -94,23 +96,31 @@ export interface AimdOptions {
 export class AimdWidth implements WidthAlgorithm {
   readonly #s: WidthState;
 
-  constructor(options: AimdOptions | WidthState) {
-    if ("credit" in options) {
-      this.#s = { ...options };
-    } else {
-      const floor = Math.min(options.floor ?? 4, options.ceiling);
-      this.#s = {
-        width: options.ceiling,
-        epoch: 0,
-        ceiling: options.ceiling,
-        floor,
-        credit: 0,
-        ssthresh: 0,
-        succeededSinceCut: true,
-        decrease: options.decrease ?? 0.8,
-        breakPoint: 0,
-      };
-    }
+  /** Starts at the ceiling; `floor` and `decrease` come resolved, or from `DEFAULTS.adaptive`. */
+  constructor(options: AimdOptions) {
+    this.#s = {
+      width: options.ceiling,
+      epoch: 0,
+      ceiling: options.ceiling,
+      floor: Math.min(options.floor ?? DEFAULTS.adaptive.floor, options.ceiling),
+      credit: 0,
+      ssthresh: 0,
+      succeededSinceCut: true,
+      decrease: options.decrease ?? DEFAULTS.adaptive.decrease,
+      breakPoint: 0,
+    };
+  }
+
+  /**
+   * A width that continues from `state` (a {@link toJSON} result, e.g. read back from a store): it
+   * answers every later call exactly as the saved one would have.
+   *
+   * @throws TypeError when `state` is not a consistent width state.
+   */
+  static fromJSON(state: WidthState): AimdWidth {
+    const width = new AimdWidth({ ceiling: 1 });
+    Object.assign(width.#s, checkState(state));
+    return width;
   }
 
   get width(): number {
@@ -187,9 +197,39 @@ export class AimdWidth implements WidthAlgorithm {
     if (s.ssthresh <= s.width) s.ssthresh = 0;
   }
 
+  /** A copy of the state (plain JSON). */
   toJSON(): WidthState {
     return { ...this.#s };
   }
+}
+
+/** A copy of `s` when it is a consistent {@link WidthState}. */
+function checkState(s: WidthState): WidthState {
+  const bad = (field: string, value: unknown): never => {
+    throw new TypeError(`width state: ${field} is invalid (${JSON.stringify(value)})`);
+  };
+  const count = (field: keyof WidthState, min: number): number => {
+    const v = s?.[field];
+    return typeof v === "number" && Number.isSafeInteger(v) && v >= min ? v : bad(field, v);
+  };
+  const ceiling = count("ceiling", 1);
+  const floor = count("floor", 1);
+  if (floor > ceiling) bad("floor", floor);
+  const width = count("width", floor);
+  if (width > ceiling) bad("width", width);
+  if (typeof s.succeededSinceCut !== "boolean") bad("succeededSinceCut", s.succeededSinceCut);
+  if (!(typeof s.decrease === "number" && s.decrease > 0 && s.decrease <= 1)) bad("decrease", s.decrease);
+  return {
+    width,
+    epoch: count("epoch", 0),
+    ceiling,
+    floor,
+    credit: count("credit", 0),
+    ssthresh: count("ssthresh", 0),
+    succeededSinceCut: s.succeededSinceCut,
+    decrease: s.decrease,
+    breakPoint: count("breakPoint", 0),
+  };
 }
 
 /** A width that never moves: for tests, and for `adaptive: false`. */

@@ -8,12 +8,19 @@
  * it and resets the backoff, an overload re-opens it with the next cooldown.
  */
 
+import { DEFAULTS } from "./defaults.js";
+
+/**
+ * The breaker's whole state, plain JSON so a store can share it and a restored breaker carries on
+ * exactly where the saved one was ({@link Breaker.fromJSON}). `consecutive` is the real run of
+ * overload signals while closed: the trip rule reads it from here, it keeps no count of its own.
+ */
 export type BreakerState =
   | { kind: "closed"; consecutive: number }
   | { kind: "open"; openedAt: number; trips: number; cooldownMs: number }
   | { kind: "half_open"; trips: number; probeInFlight: boolean };
 
-/** Options for {@link Breaker}; units in the names (STYLE G8). */
+/** Options for {@link Breaker}; units in the names (STYLE G8). Defaults: `DEFAULTS.breaker`. */
 export interface BreakerOptions {
   /** Consecutive overload signals that open the breaker. **Default:** 1 (react to the first sign). */
   failThreshold?: number;
@@ -25,25 +32,24 @@ export interface BreakerOptions {
   backoffFactor?: number;
 }
 
-/** The trip rule, separate from the state machine (cockatiel's `IBreaker`). */
+/** Breaker options with every default applied (what `resolveLane` produces). */
+export type BreakerSettings = Required<BreakerOptions>;
+
+/**
+ * The trip rule, separate from the state machine (cockatiel's `IBreaker`). It decides from the
+ * count held in {@link BreakerState}, so a policy holds no state that JSON would lose.
+ */
 export interface TripPolicy {
-  success(): void;
-  /** Counts one failure; true when the breaker should open. */
-  failure(): boolean;
+  /** Whether a run of `consecutive` overload signals (this one included) opens the breaker. */
+  shouldOpen(consecutive: number): boolean;
 }
 
 /** Opens after `threshold` consecutive failures. */
 export class ConsecutiveTrip implements TripPolicy {
-  #count = 0;
-
   constructor(readonly threshold: number) {}
 
-  success(): void {
-    this.#count = 0;
-  }
-
-  failure(): boolean {
-    return ++this.#count >= this.threshold;
+  shouldOpen(consecutive: number): boolean {
+    return consecutive >= this.threshold;
   }
 }
 
@@ -63,17 +69,39 @@ export class Breaker {
   readonly #random: () => number;
   readonly #onChange: ((t: BreakerTransition) => void) | undefined;
 
+  /**
+   * @param options resolved settings; a missing one takes `DEFAULTS.breaker` (for direct use in tests).
+   * @param random jitter source in [0, 1).
+   */
   constructor(
     options: BreakerOptions = {},
     random: () => number = Math.random,
     onChange?: (t: BreakerTransition) => void,
   ) {
-    this.#policy = new ConsecutiveTrip(options.failThreshold ?? 1);
-    this.#base = options.baseCooldownMs ?? 500;
-    this.#max = options.maxCooldownMs ?? 30_000;
-    this.#factor = options.backoffFactor ?? 2;
+    const d = DEFAULTS.breaker;
+    this.#policy = new ConsecutiveTrip(options.failThreshold ?? d.failThreshold);
+    this.#base = options.baseCooldownMs ?? d.baseCooldownMs;
+    this.#max = options.maxCooldownMs ?? d.maxCooldownMs;
+    this.#factor = options.backoffFactor ?? d.backoffFactor;
     this.#random = random;
     this.#onChange = onChange;
+  }
+
+  /**
+   * A breaker that continues from `state` (a {@link toJSON} result, e.g. read back from a store):
+   * with the same settings and random source it answers every later call as the saved one would.
+   *
+   * @throws TypeError when `state` is not a breaker state.
+   */
+  static fromJSON(
+    state: BreakerState,
+    options: BreakerOptions = {},
+    random: () => number = Math.random,
+    onChange?: (t: BreakerTransition) => void,
+  ): Breaker {
+    const breaker = new Breaker(options, random, onChange);
+    breaker.#state = checkState(state);
+    return breaker;
   }
 
   get state(): Readonly<BreakerState> {
@@ -124,7 +152,7 @@ export class Breaker {
   onSuccess(isProbe: boolean): boolean {
     const s = this.#state;
     if (s.kind === "closed") {
-      this.#policy.success();
+      s.consecutive = 0; // in place: a count within CLOSED is not a transition
       return false;
     }
     if (s.kind === "half_open" && isProbe) {
@@ -141,7 +169,10 @@ export class Breaker {
   onFailure(nowMs: number, isProbe: boolean, mayOpen = true): boolean {
     const s = this.#state;
     if (s.kind === "closed") {
-      if (this.#policy.failure() && mayOpen) {
+      // Counted even when the breaker may not open (half the lane's pods are open already), so the
+      // next signal after that rule lifts opens it at once, as the run of failures says it should.
+      s.consecutive++;
+      if (this.#policy.shouldOpen(s.consecutive) && mayOpen) {
         this.#open(nowMs, 1);
         return true;
       }
@@ -167,7 +198,6 @@ export class Breaker {
   }
 
   #close(): void {
-    this.#policy.success();
     this.#set({ kind: "closed", consecutive: 0 });
   }
 
@@ -177,7 +207,34 @@ export class Breaker {
     this.#onChange?.({ from, to: next.kind, state: next });
   }
 
+  /** A copy of the state (plain JSON). */
   toJSON(): BreakerState {
     return { ...this.#state };
+  }
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+
+/** A copy of `s` when it is a valid {@link BreakerState}. */
+function checkState(s: BreakerState): BreakerState {
+  const bad = (field: string, value: unknown): never => {
+    throw new TypeError(`breaker state: ${field} is invalid (${JSON.stringify(value)})`);
+  };
+  switch (s?.kind) {
+    case "closed":
+      if (!isCount(s.consecutive)) bad("consecutive", s.consecutive);
+      return { kind: "closed", consecutive: s.consecutive };
+    case "open":
+      if (!isTime(s.openedAt)) bad("openedAt", s.openedAt);
+      if (!isCount(s.trips) || s.trips < 1) bad("trips", s.trips);
+      if (!isTime(s.cooldownMs) || s.cooldownMs < 0) bad("cooldownMs", s.cooldownMs);
+      return { kind: "open", openedAt: s.openedAt, trips: s.trips, cooldownMs: s.cooldownMs };
+    case "half_open":
+      if (!isCount(s.trips) || s.trips < 1) bad("trips", s.trips);
+      if (typeof s.probeInFlight !== "boolean") bad("probeInFlight", s.probeInFlight);
+      return { kind: "half_open", trips: s.trips, probeInFlight: s.probeInFlight };
+    default:
+      return bad("kind", (s as { kind?: unknown } | undefined)?.kind);
   }
 }

@@ -1,0 +1,69 @@
+/**
+ * Every default sluice applies, in one table (STYLE G8: units in the names). The library
+ * (`new Governor(options)`, through `options.ts`), the gateway config (`src/config`) and the
+ * algorithms' own constructors (`AimdWidth`, `Breaker`) all read their defaults here and nowhere
+ * else; `docs/config.md` lists the same values. Plain data with no imports, so the core keeps no
+ * dependencies.
+ */
+
+const MiB = 2 ** 20;
+
+export const DEFAULTS = {
+  /** A lane: a library lane (`GovernorOptions.lanes`) or one model of the gateway config. */
+  lane: {
+    /** A lane created on first use without `defaults.limit`: 0 = pass-through (no waiting, no counting). */
+    limit: 0,
+    /** Slots only interactive callers may take (clamped to `limit − 1`). */
+    reserve: 1,
+    /** The queue holds this many waiters per slot of the lane's limit (`queueLimit = 4 × limit`). */
+    queueLimitPerSlot: 4,
+    /** Longest wait for a slot. */
+    queueTimeoutMs: 30_000,
+    /** A waiter's class rises one step per this long waited, so bulk work cannot starve. */
+    agingMs: 60_000,
+  },
+  /** Adaptive pod width (AIMD, `aimd.ts`). */
+  adaptive: {
+    /** Lowest width a cut can reach (clamped to the pod's ceiling). */
+    floor: 4,
+    /**
+     * Factor of a repeat cut. The first cut from the ceiling halves; later cuts happen near the
+     * pod's real capacity, where halving would idle a quarter of it on average (docs/adaptive.md).
+     */
+    decrease: 0.8,
+  },
+  /** A pod's circuit breaker (`breaker.ts`). */
+  breaker: {
+    /** Consecutive overload signals that open it: react to the first sign. */
+    failThreshold: 1,
+    /** First cooldown. */
+    baseCooldownMs: 500,
+    /** Cooldown cap. */
+    maxCooldownMs: 30_000,
+    /** Cooldown growth per repeated trip. */
+    backoffFactor: 2,
+  },
+  /** A library key (`GovernorOptions.keys`): the highest class it may claim, uncapped by default. */
+  key: { maxPriority: "interactive" },
+  /** The gateway (`sluice serve`) and the config keys only it reads. */
+  gateway: {
+    listen: { host: "127.0.0.1", port: 8080 },
+    mode: "enforce",
+    /** Calls in flight across the gateway. */
+    maxConcurrency: 32,
+    /** Calls waiting across the gateway; 0 = the same as `maxConcurrency`. */
+    maxQueued: 0,
+    maxBodyBytes: 20 * MiB,
+    maxBufferedBytes: 256 * MiB,
+    headerTimeoutMs: 10_000,
+    bodyTimeoutMs: 30_000,
+    /** A model's `max_concurrent_requests`, and a pod's `max_inflight`, when nothing says otherwise. */
+    maxInflight: 32,
+    /** A client key is capped at `default` unless the config lets it ask for `interactive`. */
+    clientKeyMaxPriority: "default",
+    /** `vllm:num_requests_waiting` above this is a congestion signal (`metrics_url` polling). */
+    maxWaiting: 5,
+    metricsPollMs: 1000,
+    logLevel: "info",
+  },
+} as const;
