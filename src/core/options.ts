@@ -1,10 +1,14 @@
 /**
- * The Governor's options, validated once at construction (STYLE G7): a bad value throws
- * `ConfigError` naming the option's path, what was expected and what arrived, so the core never
- * sees an invalid value. Units are in the names (STYLE G8).
+ * The Governor's options, validated once (STYLE G7) by {@link resolveGovernorOptions}: a bad value
+ * throws `ConfigError` naming the option's path, what was expected and what arrived, so the core
+ * never sees an invalid value, and every default comes from the one table in `defaults.ts`. Options
+ * built from the gateway config arrive already resolved ({@link markResolved}) and are not checked
+ * again. Units are in the names (STYLE G8).
  */
-import type { BreakerOptions } from "./breaker.js";
+import type { Store } from "../store/store.js";
+import type { BreakerOptions, BreakerSettings } from "./breaker.js";
 import type { Clock } from "./clock.js";
+import { DEFAULTS } from "./defaults.js";
 import { ConfigError } from "./errors.js";
 import { PRIORITIES, type Priority, rankOf } from "./priority.js";
 
@@ -20,7 +24,10 @@ export interface PodOptions {
 
 /** Options of one lane (DESIGN §1, §1.1). */
 export interface LaneOptions {
-  /** Calls in flight at once; 0 = pass-through (no waiting, no counting). **Default:** the sum of its pods' `maxInflight`, else `defaults.limit`. */
+  /**
+   * Calls in flight at once; 0 = pass-through (no waiting, no counting). **Default:** the sum of
+   * its pods' `maxInflight`, else 0 (a lane created on first use takes `defaults` instead).
+   */
   limit?: number;
   /** Slots only interactive callers may take; clamped to `limit − 1`. **Default:** 1. */
   reserve?: number;
@@ -56,30 +63,116 @@ export interface GovernorOptions {
   clock?: Clock;
   /** Randomness for breaker and reconnect jitter, in [0, 1). **Default:** `Math.random`. */
   random?: () => number;
+  /**
+   * Where budgets are counted. **Default:** a new in-memory store (one process). A fleet store
+   * (budgets shared by several processes) plugs in here; see docs/architecture.md.
+   */
+  store?: Store;
 }
 
-/** Lane options with every default applied. */
-export interface ResolvedLane {
+/** Adaptive width settings with every default applied. */
+export interface AdaptiveSettings {
+  floor: number;
+}
+
+/** What a `Lane` runs on: its own bounds, every default applied. */
+export interface LaneSettings {
   limit: number;
   reserve: number;
   queueLimit: number;
   queueTimeoutMs: number;
   agingMs: number;
+  fallback: string | undefined;
+}
+
+/** Lane options with every default applied: a lane's settings plus what its path and pods need. */
+export interface ResolvedLane extends LaneSettings {
   groups: string[];
   pods: PodOptions[] | undefined;
-  adaptive: { floor: number } | false;
-  breaker: Required<BreakerOptions>;
-  fallback: string | undefined;
+  adaptive: AdaptiveSettings | false;
+  breaker: BreakerSettings;
+}
+
+/** A key with every default applied. */
+export interface ResolvedKey {
+  maxInflight: number;
+  maxPriority: Priority;
+}
+
+const RESOLVED = Symbol.for("sluice.resolvedOptions");
+
+/**
+ * Governor options validated once, every default applied: what the Governor runs on. Made by
+ * {@link resolveGovernorOptions} (the library path) or {@link markResolved} (the gateway config,
+ * already validated by its own schema). Other options (clock, random, …) pass through as given.
+ */
+export interface ResolvedOptions extends Omit<GovernorOptions, "lanes" | "defaults" | "groups" | "keys"> {
+  readonly lanes: Readonly<Record<string, ResolvedLane>>;
+  /** Settings of a lane created on first use (no pods, no fallback). */
+  readonly defaults: ResolvedLane;
+  readonly groups: Readonly<Record<string, { limit: number }>>;
+  readonly keys: Readonly<Record<string, ResolvedKey>>;
+  readonly [RESOLVED]: true;
+}
+
+/** True for options that went through {@link resolveGovernorOptions} or {@link markResolved}. */
+export function isResolvedOptions(o: unknown): o is ResolvedOptions {
+  return typeof o === "object" && o !== null && (o as Partial<ResolvedOptions>)[RESOLVED] === true;
+}
+
+/**
+ * Brands options built from an already-validated source (the gateway config, whose schema checks
+ * every value these checks would) so they are not validated a second time. No check runs here.
+ */
+export function markResolved(o: Omit<ResolvedOptions, typeof RESOLVED>): ResolvedOptions {
+  return { ...o, [RESOLVED]: true };
+}
+
+/**
+ * Validates `options` (ConfigError with path, expected and received for the first bad value) and
+ * applies every default. Options already resolved are returned as they are.
+ */
+export function resolveGovernorOptions(options: GovernorOptions | ResolvedOptions = {}): ResolvedOptions {
+  if (isResolvedOptions(options)) return options;
+  validateGovernorOptions(options);
+  const groups = options.groups ?? {};
+  const lanes: Record<string, ResolvedLane> = {};
+  for (const [name, lane] of Object.entries(options.lanes ?? {}))
+    lanes[name] = resolveLane(lane, {}, `lanes.${name}`, groups);
+  const keys: Record<string, ResolvedKey> = {};
+  for (const [name, k] of Object.entries(options.keys ?? {}))
+    keys[name] = { maxInflight: k.maxInflight, maxPriority: k.maxPriority ?? DEFAULTS.key.maxPriority };
+  return markResolved({
+    ...options,
+    lanes,
+    defaults: resolveLane(undefined, options.defaults ?? {}, "defaults", groups),
+    groups,
+    keys,
+  });
+}
+
+/** The reserve rule: at most `limit − 1` (0 when that is negative), so every class keeps a slot. */
+export function clampReserve(reserve: number, limit: number): number {
+  return Math.min(reserve, Math.max(0, limit - 1));
+}
+
+/** A lane's queue limit when none is given: `DEFAULTS.lane.queueLimitPerSlot` waiters per slot. */
+export function defaultQueueLimit(limit: number): number {
+  return DEFAULTS.lane.queueLimitPerSlot * limit;
 }
 
 function check(ok: boolean, path: string, expected: string, received: unknown): void {
   if (!ok) throw new ConfigError(path, expected, received);
 }
-
 const isInt = (v: unknown, min: number): v is number =>
   typeof v === "number" && Number.isInteger(v) && v >= min;
 const isNum = (v: unknown, min: number): v is number =>
   typeof v === "number" && Number.isFinite(v) && v >= min;
+
+/** `o` without its `undefined` members, so spreading it over defaults keeps the defaults. */
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
 
 function knownKeys(obj: object, allowed: readonly string[], path: string): void {
   for (const k of Object.keys(obj)) {
@@ -132,41 +225,45 @@ export function resolveLane(
       return { ...p };
     });
   }
-  const limit = o.limit ?? (pods ? pods.reduce((s, p) => s + p.maxInflight, 0) : 0);
+  const limit = o.limit ?? (pods ? pods.reduce((s, p) => s + p.maxInflight, 0) : DEFAULTS.lane.limit);
   check(isInt(limit, 0), `${path}.limit`, "an integer ≥ 0 (0 = pass-through)", limit);
   check(!(limit === 0 && pods), `${path}.limit`, "an integer ≥ 1 for a lane with pods", limit);
-  const reserveRaw = o.reserve ?? 1;
+  const reserveRaw = o.reserve ?? DEFAULTS.lane.reserve;
   check(isInt(reserveRaw, 0), `${path}.reserve`, "an integer ≥ 0", reserveRaw);
-  const queueLimit = o.queueLimit ?? 4 * limit;
+  const queueLimit = o.queueLimit ?? defaultQueueLimit(limit);
   check(isInt(queueLimit, 0), `${path}.queueLimit`, "an integer ≥ 0", queueLimit);
-  const queueTimeoutMs = o.queueTimeoutMs ?? 30_000;
+  const queueTimeoutMs = o.queueTimeoutMs ?? DEFAULTS.lane.queueTimeoutMs;
   check(
     isNum(queueTimeoutMs, 0) && queueTimeoutMs > 0,
     `${path}.queueTimeoutMs`,
     "a number of ms > 0",
     queueTimeoutMs,
   );
-  const agingMs = o.agingMs ?? 60_000;
+  const agingMs = o.agingMs ?? DEFAULTS.lane.agingMs;
   check(isNum(agingMs, 0) && agingMs > 0, `${path}.agingMs`, "a number of ms > 0", agingMs);
   const laneGroups = o.group === undefined ? [] : typeof o.group === "string" ? [o.group] : [...o.group];
   for (const g of laneGroups) {
     const known = Object.keys(groups).join(", ") || "none configured";
     check(typeof g === "string" && g in groups, `${path}.group`, `one of the groups (${known})`, g);
   }
-  let adaptive: { floor: number } | false = { floor: 4 };
+  let adaptive: AdaptiveSettings | false = { floor: DEFAULTS.adaptive.floor };
   if (o.adaptive === false) adaptive = false;
   else if (o.adaptive !== undefined) {
-    const floor = o.adaptive.floor ?? 4;
+    check(
+      typeof o.adaptive === "object" && o.adaptive !== null,
+      `${path}.adaptive`,
+      "false or an object",
+      o.adaptive,
+    );
+    knownKeys(o.adaptive, ["floor"], `${path}.adaptive`);
+    const floor = o.adaptive.floor ?? DEFAULTS.adaptive.floor;
     check(isInt(floor, 1), `${path}.adaptive.floor`, "an integer ≥ 1", floor);
     adaptive = { floor };
   }
   const b = o.breaker ?? {};
-  const breaker: Required<BreakerOptions> = {
-    failThreshold: b.failThreshold ?? 1,
-    baseCooldownMs: b.baseCooldownMs ?? 500,
-    maxCooldownMs: b.maxCooldownMs ?? 30_000,
-    backoffFactor: b.backoffFactor ?? 2,
-  };
+  check(typeof b === "object" && b !== null, `${path}.breaker`, "an object", b);
+  knownKeys(b, Object.keys(DEFAULTS.breaker), `${path}.breaker`);
+  const breaker: BreakerSettings = { ...DEFAULTS.breaker, ...definedOnly(b) };
   check(
     isInt(breaker.failThreshold, 1),
     `${path}.breaker.failThreshold`,
@@ -192,7 +289,7 @@ export function resolveLane(
     breaker.backoffFactor,
   );
   // The reserve is clamped, not refused: non-interactive work always keeps at least one slot.
-  const reserve = Math.min(reserveRaw, Math.max(0, limit - 1));
+  const reserve = clampReserve(reserveRaw, limit);
   return {
     limit,
     reserve,
@@ -207,7 +304,10 @@ export function resolveLane(
   };
 }
 
-/** Validates the top-level options; lanes are resolved by the caller with {@link resolveLane}. */
+/**
+ * Validates the top-level options (groups, keys, clock, random, fallbacks); each lane is
+ * validated as it is resolved ({@link resolveLane}). {@link resolveGovernorOptions} runs both.
+ */
 export function validateGovernorOptions(o: GovernorOptions): void {
   check(typeof o === "object" && o !== null, "options", "an object", o);
   knownKeys(o, ["lanes", "defaults", "groups", "keys", "clock", "random"], "options");
@@ -226,6 +326,8 @@ export function validateGovernorOptions(o: GovernorOptions): void {
   }
   if (o.clock !== undefined)
     check(typeof o.clock?.now === "function", "clock", "an object with now()", o.clock);
+  if (o.random !== undefined)
+    check(typeof o.random === "function", "random", "a function returning a number in [0, 1)", o.random);
   const lanes = o.lanes ?? {};
   for (const [name, lane] of Object.entries(lanes)) {
     if (lane?.fallback !== undefined)
