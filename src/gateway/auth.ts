@@ -1,13 +1,14 @@
 /**
- * Phase 1 (DESIGN §3.1): who is calling. Bearer tokens are compared as SHA-256 digests in
+ * Who is calling: the model routes' authenticate phase and the admin routes both ask here.
+ * Bearer tokens are compared as SHA-256 digests in
  * constant time against every configured key, so neither the token nor which key almost matched
  * leaks through timing. With no keys configured the gateway is open, but only to loopback
  * clients unless `auth.open: true`.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { ClientKeyConfig } from "../../config/schema.js";
-import { HttpError } from "../http-error.js";
+import type { ClientKeyConfig } from "../config/schema.js";
+import { HttpError } from "./http-error.js";
 
 /** The identity a request runs as; `key` is null in open mode. */
 export interface Caller {

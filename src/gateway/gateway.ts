@@ -13,18 +13,18 @@ import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
 import type { GatewayConfig, ModelConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
-import { isSluiceError, QueueFullError, type SluiceError } from "../core/errors.js";
+import { isSluiceError, type SluiceError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
 import { type Priority, rankOf } from "../core/priority.js";
-import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
 import { Governor } from "../governor.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
+import { Authenticator, type Caller } from "./auth.js";
+import { BufferBudget, GatewayBound } from "./bounds.js";
 import { GATEWAY_GROUP, governorOptions } from "./governor-config.js";
 import { HttpError, sendHttpError, sendJson } from "./http-error.js";
-import { Authenticator, type Caller } from "./phases/authenticate.js";
 import { type DispatchResult, dispatch } from "./phases/dispatch.js";
 import { parseRequestBody } from "./phases/parse.js";
-import { BufferBudget, checkDeclaredLength, readBody } from "./phases/read-body.js";
+import { checkDeclaredLength, readBody } from "./phases/read-body.js";
 import { sendRefusal } from "./refusal.js";
 import { serveMetrics } from "./routes/metrics.js";
 import { serveLanes, TelemetryStreams } from "./routes/telemetry.js";
@@ -59,11 +59,8 @@ export class Gateway {
   readonly #buffers: BufferBudget;
   readonly #streams: TelemetryStreams;
   readonly #poller: SaturationPoller;
-  /** Requests past authentication and not yet ended: bounded by max_concurrency + max_queued. */
-  #admitted = 0;
-  readonly #admitLimit: number;
+  readonly #bound: GatewayBound;
   #draining = false;
-  #drained: (() => void) | undefined;
   /** Shadow mode: calls let through beyond what enforce mode would have run at once, per lane. */
   readonly #shadowOver = new Map<string, number>();
 
@@ -84,7 +81,10 @@ export class Gateway {
       bodyTimeoutMs: 300_000,
     });
     this.#buffers = new BufferBudget(config.admission.maxBufferedBytes);
-    this.#admitLimit = config.admission.maxConcurrency + config.admission.maxQueued;
+    const { maxConcurrency, maxQueued } = config.admission;
+    this.#bound = new GatewayBound(maxConcurrency, maxQueued, () =>
+      this.governor.groupInflight(GATEWAY_GROUP),
+    );
     this.#poller = new SaturationPoller(config.models, this.governor, this.#log);
     this.server = createServer(
       {
@@ -124,7 +124,7 @@ export class Gateway {
   async drain(): Promise<void> {
     this.#draining = true;
     this.#streams.closeAll();
-    if (this.#admitted > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    await this.#bound.whenIdle();
     await this.close();
   }
 
@@ -234,7 +234,7 @@ export class Gateway {
           return this.#refuseBeforeBody(req, res, early, lane, id, priority, expectContinue);
         this.metrics.wouldRefuse(early.code);
       }
-      this.#admitted++;
+      this.#bound.take();
       counted = true;
       if (expectContinue) res.writeContinue();
       checkDeclaredLength(req, this.#config.admission.maxBodyBytes);
@@ -301,7 +301,7 @@ export class Gateway {
     } finally {
       res.off("close", onClose);
       lease?.release();
-      if (counted) this.#end();
+      if (counted) this.#bound.give();
       this.#buffers.used -= bodyBytes;
       // 7. settle: one line per request, metrics
       this.#settle(id, caller, lane, priority, lease, result, refused, res.statusCode, started);
@@ -310,18 +310,8 @@ export class Gateway {
 
   /** Pre-body admission: the gateway bound, then the key and lane bounds when known. */
   #preBody(lane: string | undefined, priority: Priority, caller: Caller): SluiceError | undefined {
-    if (this.#admitted >= this.#admitLimit) {
-      const { maxConcurrency, maxQueued } = this.#config.admission;
-      const inflight = this.governor.groupInflight(GATEWAY_GROUP);
-      return new QueueFullError(
-        "gateway",
-        inflight,
-        this.#admitted - inflight,
-        maxQueued,
-        maxConcurrency,
-        MIN_RETRY_AFTER_MS,
-      );
-    }
+    const full = this.#bound.refusal();
+    if (full !== undefined) return full;
     const key = caller.key?.id;
     if (lane !== undefined) return this.governor.check(lane, { priority, ...(key ? { key } : {}) });
     return key !== undefined ? this.governor.checkKey(key) : undefined;
@@ -417,11 +407,6 @@ export class Gateway {
     }
     this.#log.error({ err: error, request_id: id }, "unexpected gateway error");
     sendHttpError(res, new HttpError(500 as 503, "bad_request", "internal gateway error"), id, true);
-  }
-
-  #end(): void {
-    this.#admitted--;
-    if (this.#draining && this.#admitted === 0) this.#drained?.();
   }
 
   #settle(

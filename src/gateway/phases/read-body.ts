@@ -6,14 +6,8 @@
  * gets the same two bounds from {@link limitedBody} while it is forwarded.
  */
 import type { IncomingMessage } from "node:http";
+import type { BufferBudget } from "../bounds.js";
 import { HttpError } from "../http-error.js";
-
-/** The gateway-wide count of buffered body bytes. */
-export class BufferBudget {
-  used = 0;
-
-  constructor(readonly limit: number) {}
-}
 
 /** Refuses before reading when the declared length is already too large. */
 export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number): void {
