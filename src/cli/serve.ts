@@ -6,7 +6,7 @@
  *
  * SIGTERM/SIGINT drain: stop admitting (503 `draining`), finish what is in flight, exit 0.
  */
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { demoConfig } from "../config/demo.js";
 import { loadConfigFile, resolveConfigPath } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -18,9 +18,19 @@ const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H
 
   --config FILE   gateway config (YAML); default: $SLUICE_CONFIG
   --demo          start the simulated demo fleet and serve it (no setup needed)
-  --port N        override listen port
-  --host H        override listen address
+  --port N        listen on this port instead of the config's \`listen\` (0 = any free port)
+  --host H        listen on this address instead of the config's \`listen\`
+  -h, --help      show this help
 `;
+
+/** Every flag `sluice serve` accepts (node:util parseArgs options); the help has a line for each. */
+export const OPTIONS = {
+  config: { type: "string" },
+  demo: { type: "boolean" },
+  port: { type: "string" },
+  host: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
 
 export async function main(argv: string[]): Promise<number> {
   let args: ReturnType<typeof parse>;
@@ -103,13 +113,7 @@ export async function main(argv: string[]): Promise<number> {
 function parse(argv: string[]) {
   return parseArgs({
     args: argv,
-    options: {
-      config: { type: "string" },
-      demo: { type: "boolean" },
-      port: { type: "string" },
-      host: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
+    options: OPTIONS,
     strict: true,
     allowPositionals: false,
   });
