@@ -7,9 +7,9 @@ import { channel } from "node:diagnostics_channel";
 import { hostname } from "node:os";
 import { currentPriority } from "./context.js";
 import type { BreakerTransition } from "./core/breaker.js";
-import { Budget, KeyBudget } from "./core/budget.js";
+import type { ArrivalBudget, ConcurrencyBudget } from "./core/budget.js";
 import { type Clock, systemClock } from "./core/clock.js";
-import { BreakerOpenError, KeyLimitError, type SluiceError } from "./core/errors.js";
+import { BreakerOpenError, ConfigError, KeyLimitError, type SluiceError } from "./core/errors.js";
 import { Emitter, type Event } from "./core/events.js";
 import { Lane } from "./core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
@@ -31,6 +31,8 @@ import {
 } from "./core/scheduler.js";
 import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "./core/snapshot.js";
 import { passThroughLease } from "./pass-through.js";
+import { MemoryStore } from "./store/memory.js";
+import type { Store } from "./store/store.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
 
 /** Options of one `acquire`. */
@@ -82,8 +84,9 @@ export class Governor implements TicketOwner {
   readonly #scheduler: Scheduler;
   readonly #lanes = new Map<string, Lane<Ticket>>();
   readonly #passThrough = new Map<string, Lease>();
-  readonly #groups = new Map<string, Budget>();
-  readonly #keys = new Map<string, KeyBudget>();
+  readonly #store: Store;
+  readonly #groups = new Map<string, ConcurrencyBudget>();
+  readonly #keys = new Map<string, ArrivalBudget>();
   readonly #pods = new Map<string, Pod>();
   readonly #options: GovernorOptions;
   readonly #replica = `${hostname()}:${process.pid}`;
@@ -108,14 +111,21 @@ export class Governor implements TicketOwner {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
+    this.#store = options.store ?? new MemoryStore();
     for (const [name, g] of Object.entries(options.groups ?? {}))
-      this.#groups.set(name, new Budget(name, g.limit));
+      this.#groups.set(name, this.#store.concurrency(`group:${name}`, g.limit, 0, name));
     for (const [name, k] of Object.entries(options.keys ?? {}))
-      this.#keys.set(name, new KeyBudget(name, k.maxInflight, rankOf(k.maxPriority ?? "interactive")!));
-    this.#scheduler = new Scheduler({
-      granted: (t) => this.#settleWaiter(t, undefined),
-      rejected: (t, error) => this.#settleWaiter(t, error),
-    });
+      this.#keys.set(
+        name,
+        this.#store.arrival(`key:${name}`, k.maxInflight, rankOf(k.maxPriority ?? "interactive")!, name),
+      );
+    this.#scheduler = new Scheduler(
+      {
+        granted: (t) => this.#settleWaiter(t, undefined),
+        rejected: (t, error) => this.#settleWaiter(t, error),
+      },
+      this.#store,
+    );
     this.onGrant = this.#scheduler.onGrant.event;
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
@@ -196,7 +206,7 @@ export class Governor implements TicketOwner {
   checkKey(key: string): SluiceError | undefined {
     const k = this.#keys.get(key);
     if (k === undefined || !k.full) return undefined;
-    return new KeyLimitError(k.name, k.inflight, k.queued, k.maxInflight, 1000);
+    return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000);
   }
 
   /** Calls in flight on a group now (0 for an unknown group). */
@@ -283,11 +293,18 @@ export class Governor implements TicketOwner {
       generated_at: new Date().toISOString(),
       replica: this.#replica,
       lanes: lanes.map((l) => laneSnapshot(l, now)),
-      pods: lanes.flatMap((l) => (l.pods ?? []).map((p) => podSnapshot(p, l.name, now))),
-      groups: [...this.#groups.values()].map(groupSnapshot),
-      keys: [...this.#keys.values()].map(keySnapshot),
+      pods: [...this.#pods.values()].map((p) => podSnapshot(p, this.#lanesOf(p), now)),
+      groups: [...this.#groups].map(([name, g]) => groupSnapshot(name, g)),
+      keys: [...this.#keys].map(([name, k]) => keySnapshot(name, k)),
       accounts: [],
     };
+  }
+
+  /** The lanes that list `pod`, in the order they were created. */
+  #lanesOf(pod: Pod): string[] {
+    const names: string[] = [];
+    for (const lane of this.#lanes.values()) if (lane.pods?.includes(pod)) names.push(lane.name);
+    return names;
   }
 
   /** Stops the timer; later acquires reject. Waiters already queued keep their promises. */
@@ -299,7 +316,7 @@ export class Governor implements TicketOwner {
   }
 
   /** The key's budget, or null for no key or one not configured (untracked). */
-  #key(name: string | undefined): KeyBudget | null {
+  #key(name: string | undefined): ArrivalBudget | null {
     return name === undefined ? null : (this.#keys.get(name) ?? null);
   }
 
@@ -432,22 +449,10 @@ export class Governor implements TicketOwner {
       return null;
     }
     const laneGroups = resolved.groups.map((g) => this.#groups.get(g)!);
-    let pods: Pod[] | null = null;
-    if (resolved.pods !== undefined) {
-      pods = resolved.pods.map((p) => {
-        const pod = new Pod(
-          p.id,
-          p.maxInflight,
-          p.gpuGroup === undefined ? null : this.#groups.get(p.gpuGroup)!,
-          resolved.adaptive,
-          resolved.breaker,
-          this.#random,
-          (changed, tr) => this.#onBreaker(name, changed, tr),
-        );
-        this.#pods.set(p.id, pod);
-        return pod;
-      });
-    }
+    const pods =
+      resolved.pods === undefined
+        ? null
+        : resolved.pods.map((p, i) => this.#pod(name, p, resolved, `${path}.pods[${i}]`));
     const lane = new Lane<Ticket>(
       name,
       {
@@ -458,12 +463,59 @@ export class Governor implements TicketOwner {
         agingMs: resolved.agingMs,
         fallback: resolved.fallback,
       },
+      this.#store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name),
       laneGroups,
       pods,
     );
     lane.owner = this;
     this.#lanes.set(name, lane);
     return lane;
+  }
+
+  /**
+   * The pod at `p.id`, created on first use. One URL is one server: a pod listed by several lanes
+   * is one budget (width, breaker, in flight), so its settings must agree wherever it is listed.
+   */
+  #pod(
+    lane: string,
+    p: NonNullable<ResolvedLane["pods"]>[number],
+    resolved: ResolvedLane,
+    path: string,
+  ): Pod {
+    const existing = this.#pods.get(p.id);
+    const gpuGroup = p.gpuGroup === undefined ? null : this.#groups.get(p.gpuGroup)!;
+    if (existing !== undefined) {
+      if (existing.ceiling !== p.maxInflight)
+        throw new ConfigError(
+          `${path}.maxInflight`,
+          `${existing.ceiling}, as where ${p.id} is first listed (one URL is one pod, shared by its lanes)`,
+          p.maxInflight,
+        );
+      if (existing.group !== gpuGroup)
+        throw new ConfigError(
+          `${path}.gpuGroup`,
+          `the GPU group ${p.id} has where it is first listed`,
+          p.gpuGroup,
+        );
+      if (existing.adaptive !== (resolved.adaptive !== false))
+        throw new ConfigError(
+          `${path.replace(/\.pods\[\d+\]$/, "")}.adaptive`,
+          `the same adaptive setting as the other lanes of pod ${p.id}`,
+          resolved.adaptive,
+        );
+      return existing;
+    }
+    const pod = new Pod(
+      p.id,
+      p.maxInflight,
+      gpuGroup,
+      resolved.adaptive,
+      resolved.breaker,
+      this.#random,
+      (changed, tr) => this.#onBreaker(lane, changed, tr),
+    );
+    this.#pods.set(p.id, pod);
+    return pod;
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
@@ -473,6 +525,6 @@ export class Governor implements TicketOwner {
 }
 
 /** A class's rank, lowered to the highest class the key may claim. */
-function capped(rank: Rank, key: KeyBudget | null): Rank {
-  return key !== null && rank < key.maxRank ? key.maxRank : rank;
+function capped(rank: Rank, key: ArrivalBudget | null): Rank {
+  return key === null ? rank : key.cap(rank);
 }

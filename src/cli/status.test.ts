@@ -45,6 +45,7 @@ const SNAPSHOT: Snapshot = {
     {
       id: "http://10.0.0.5:8000",
       lane: "qwen3-27b",
+      lanes: ["qwen3-27b"],
       width: 29,
       ceiling: 64,
       floor: 4,
@@ -57,6 +58,7 @@ const SNAPSHOT: Snapshot = {
     {
       id: "http://10.0.0.6:8000",
       lane: "ocr",
+      lanes: ["ocr"],
       width: 4,
       ceiling: 8,
       floor: 4,

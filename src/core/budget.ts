@@ -1,21 +1,56 @@
 /**
- * A concurrency budget: a counter with a limit (DESIGN §1). GPU groups, keys and the gateway's
- * admission bound are budgets; lanes and pods build on the same counting. Giving back more than
- * was taken is a bug upstream, so `give` never drives the count negative (async-sema's lesson:
- * releasing twice must never add capacity).
+ * Budgets: the limits on a call's path (DESIGN §1 table) — its lane, the pod it is sent to, GPU
+ * groups, accounts, the gateway's bound — all answer the same questions, so the scheduler grants
+ * and releases through one shape whatever the kind. A rate budget (tokens per minute, refilling
+ * over time) is one more implementation of `Budget`: `cost` is its tokens, `nextChangeAt` its
+ * refill, and nothing in the scheduler changes.
  */
-export class Budget {
+import { INTERACTIVE, type Rank } from "./priority.js";
+
+/** One limit on a path. */
+export interface Budget {
+  /** Name as it appears in snapshots, errors and store keys. */
+  readonly name: string;
+  /**
+   * Whether a call of own class `rank` costing `cost` fits now. The interactive reserve is this
+   * question's answer for a lane (aging does not unlock it: pass the call's own class).
+   */
+  hasRoom(rank: Rank, cost: number, nowMs: number): boolean;
+  take(cost: number, nowMs: number): void;
+  /** Gives back what `take` took; never below zero (releasing twice must never add capacity). */
+  give(cost: number, nowMs: number): void;
+  /** When this budget gains room by itself (a refill, a cooldown or pause ending); undefined if only a release frees it. */
+  nextChangeAt(nowMs: number): number | undefined;
+  /** Plain JSON state (what a shared store keeps). */
+  toJSON(): BudgetState;
+}
+
+/** A budget's state as plain data. */
+export interface BudgetState {
+  name: string;
+  limit: number;
+  inflight: number;
+  reserve?: number;
+}
+
+/**
+ * Calls in flight against a limit, with an optional reserve that only interactive calls may use
+ * (DESIGN §1.1). Lanes, GPU groups, accounts and the gateway's in-flight bound are these.
+ */
+export class ConcurrencyBudget implements Budget {
   inflight = 0;
 
   constructor(
-    /** Name as it appears in snapshots and errors. */
     readonly name: string,
     /** Calls allowed in flight at once; `Infinity` for a tag with no bound. */
     public limit: number,
+    /** The last `reserve` slots go only to calls whose own class is interactive. */
+    public reserve = 0,
   ) {}
 
-  get hasRoom(): boolean {
-    return this.inflight < this.limit;
+  /** The one place the reserve rule is written. */
+  hasRoom(rank: Rank): boolean {
+    return this.inflight < this.limit - (rank === INTERACTIVE ? 0 : this.reserve);
   }
 
   take(): void {
@@ -25,24 +60,44 @@ export class Budget {
   give(): void {
     if (this.inflight > 0) this.inflight--;
   }
+
+  nextChangeAt(): undefined {
+    return undefined;
+  }
+
+  toJSON(): BudgetState {
+    return { name: this.name, limit: this.limit, inflight: this.inflight, reserve: this.reserve };
+  }
 }
 
 /**
- * A key's (tenant's) budget counts its calls in flight plus queued (DESIGN §1 table), so it is
- * checked on arrival and never blocks a grant.
+ * A budget counted from a call's arrival to its end — in flight plus queued (DESIGN §1 table): a
+ * key's (tenant's) `max_inflight`, and the gateway's `max_concurrency + max_queued`. It is
+ * checked on arrival (`admits`) and never blocks a grant: the waiter it admitted already counts.
  */
-export class KeyBudget {
+export class ArrivalBudget {
   inflight = 0;
   queued = 0;
 
   constructor(
     readonly name: string,
-    readonly maxInflight: number,
-    /** The highest class this key may claim; higher claims are lowered to it. */
-    readonly maxRank: 0 | 1 | 2,
+    /** Calls allowed in flight plus queued. */
+    public limit: number,
+    /** The highest class a call on this budget may claim; higher claims are lowered to it. */
+    readonly maxRank: Rank = INTERACTIVE,
   ) {}
 
+  /** Whether one more arrival fits. */
   get full(): boolean {
-    return this.inflight + this.queued >= this.maxInflight;
+    return this.inflight + this.queued >= this.limit;
+  }
+
+  /** A class, lowered to the highest this budget allows (the one place the cap is applied). */
+  cap(rank: Rank): Rank {
+    return rank < this.maxRank ? this.maxRank : rank;
+  }
+
+  toJSON(): BudgetState & { queued: number } {
+    return { name: this.name, limit: this.limit, inflight: this.inflight, queued: this.queued };
   }
 }

@@ -3,10 +3,11 @@
  * endpoint and model in the library, a configured model in the gateway. It owns its waiters,
  * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
  */
-import type { Budget } from "./budget.js";
+import type { Budget, ConcurrencyBudget } from "./budget.js";
 import type { TicketOwner } from "./lease.js";
+import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
-import { INTERACTIVE } from "./priority.js";
+import { DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
 import { HoldTime } from "./retry-after.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 import { WindowHistogram } from "./window-histogram.js";
@@ -40,11 +41,14 @@ export function retryBank(limit: number): number {
 export const SATURATED_AFTER_MS = 60_000;
 
 export class Lane<T extends QueueNode = QueueNode> {
-  inflight = 0;
   readonly queue = new WaitQueue<T>();
   readonly hold = new HoldTime();
   readonly waits = new WindowHistogram();
   readonly timeouts = new WindowHistogram();
+  /** The lane's part of every path: its own budget, then the shared groups on its path. */
+  readonly lanePath: Path;
+  /** One path per pod (aligned with `pods`), or `[lanePath]` when the caller picks the endpoint. */
+  readonly paths: readonly Path[];
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
   /** Re-dispatch budget (DESIGN §1.3) in tenths; a new lane starts full (a dead first pod). */
@@ -57,59 +61,78 @@ export class Lane<T extends QueueNode = QueueNode> {
   constructor(
     readonly name: string,
     readonly settings: LaneSettings,
-    /** Shared budgets on this lane's path (GPU group, gateway admission), all-or-nothing. */
-    readonly groups: readonly Budget[],
+    /** The lane's own concurrency budget: its limit and interactive reserve. */
+    readonly budget: ConcurrencyBudget,
+    /** Shared budgets on this lane's path (GPU group, account, gateway), all-or-nothing. */
+    shared: readonly Budget[],
     /** Endpoints serving this lane, or null when the caller picks the endpoint itself. */
     readonly pods: readonly Pod[] | null,
   ) {
+    const laneBudgets = [budget, ...shared];
+    this.lanePath = new Path(name, laneBudgets, laneBudgets.length, null);
+    this.paths = pods === null ? [this.lanePath] : lanePaths(name, laneBudgets, pods);
     this.retryTokens = retryBank(settings.limit);
   }
 
+  get inflight(): number {
+    return this.budget.inflight;
+  }
+
   get limit(): number {
-    return this.settings.limit;
+    return this.budget.limit;
   }
 
   /** The lane's in-flight capacity now: its limit, or less when its pods are narrower. */
   get width(): number {
-    if (this.pods === null) return this.settings.limit;
+    if (this.pods === null) return this.budget.limit;
     let sum = 0;
     for (const pod of this.pods) sum += pod.width.width;
-    return Math.min(sum, this.settings.limit);
+    return Math.min(sum, this.budget.limit);
   }
 
   /**
-   * The waiter this lane would serve next if a slot frees, or null. The last `reserve` slots go
-   * only to waiters whose own class is interactive; aging does not unlock them.
+   * The waiter this lane would serve next if a slot frees, or null. The lane's budget answers
+   * which classes still fit (the reserve rule lives there); aging does not unlock the reserve.
    */
   candidate(nowMs: number): T | null {
-    const free = this.settings.limit - this.inflight;
-    if (free <= 0 || this.queue.size === 0) return null;
-    if (free > this.settings.reserve) return this.queue.best(nowMs, this.settings.agingMs);
-    return this.queue.head(INTERACTIVE);
-  }
-
-  /** Whether every shared budget on the path has room. */
-  groupsHaveRoom(): boolean {
-    for (const g of this.groups) if (!g.hasRoom) return false;
-    return true;
+    if (this.queue.size === 0) return null;
+    if (this.budget.hasRoom(DEFAULT_RANK)) return this.queue.best(nowMs, this.settings.agingMs);
+    if (this.budget.hasRoom(INTERACTIVE)) return this.queue.head(INTERACTIVE);
+    return null;
   }
 
   /**
-   * The least loaded pod that can take a call now, or null. Pods in `avoid` (those that already
-   * refused this call) are chosen only when no other pod can take it.
+   * The path a call of own class `rank` would be granted on now, or null: every budget on it has
+   * room, and among pods the least loaded wins. Pods in `avoid` (those that already refused this
+   * call) are chosen only when no other pod can take it. `podOnly` checks just the pods' part
+   * (a re-dispatch keeps its lane slot).
    */
-  choosePod(nowMs: number, avoid: readonly Pod[] | null = null): Pod | null {
-    let best: Pod | null = null;
-    let fallback: Pod | null = null;
-    for (const pod of this.pods!) {
-      if (!pod.available(nowMs)) continue;
+  choosePath(rank: Rank, nowMs: number, avoid: readonly Pod[] | null = null, podOnly = false): Path | null {
+    const lanePath = this.lanePath;
+    if (!podOnly && !lanePath.hasRoom(rank, 1, nowMs)) return null;
+    if (this.pods === null) return podOnly ? null : lanePath;
+    let best: Path | null = null;
+    let fallback: Path | null = null;
+    for (const path of this.paths) {
+      if (!path.hasRoom(rank, 1, nowMs, path.podStart)) continue;
+      const pod = path.pod!;
       if (avoid?.includes(pod)) {
-        fallback ??= pod;
+        fallback ??= path;
         continue;
       }
-      if (best === null || pod.load() < best.load()) best = pod;
+      if (best === null || pod.load() < best.pod!.load()) best = path;
     }
     return best ?? fallback;
+  }
+
+  /** When a budget on one of this lane's paths next gains room by itself (cooldown, pause, refill). */
+  nextChangeAt(nowMs: number): number | undefined {
+    let at: number | undefined;
+    for (const path of this.paths) {
+      const change = path.nextChangeAt(nowMs);
+      if (change !== undefined && (at === undefined || change < at)) at = change;
+    }
+    return at;
   }
 
   /** Pods whose breaker is open now. */

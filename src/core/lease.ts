@@ -4,9 +4,10 @@
  * so a slot is given back exactly once. The same object is the waiter while it queues, so one
  * acquire allocates one record.
  */
-import type { KeyBudget } from "./budget.js";
+import type { ArrivalBudget } from "./budget.js";
 import type { Lane } from "./lane.js";
 import type { FailureInput } from "./outcome.js";
+import type { Path } from "./path.js";
 import type { GrantRecord, Pod } from "./pod.js";
 import { PRIORITIES, type Priority, type Rank } from "./priority.js";
 import type { QueueNode } from "./wait-queue.js";
@@ -91,6 +92,8 @@ export class Ticket implements Lease, QueueNode {
   enqueuedAt = 0;
   grantedAt = 0;
   state: TicketState = "waiting";
+  /** The budgets this ticket holds while granted (its lane's part only while a re-dispatch waits). */
+  path: Path | null = null;
   dispatch: PodAttempt | null = null;
   abort: AbortHook | null = null;
   /**
@@ -103,7 +106,7 @@ export class Ticket implements Lease, QueueNode {
     readonly laneRef: Lane<Ticket>,
     public rank: Rank,
     readonly arrivedAt: number,
-    readonly key: KeyBudget | null,
+    readonly key: ArrivalBudget | null,
   ) {}
 
   get owner(): TicketOwner {

@@ -1,12 +1,13 @@
 /**
  * A pod: one upstream endpoint of a lane, enforcing the width its algorithm decides and the
- * breaker's verdict (DESIGN §1.3–1.4). The scheduler asks `available(now)` at grant time and
- * reports each call's ending through `settle`.
+ * breaker's verdict (DESIGN §1.3–1.4). The scheduler asks `hasRoom` at grant time (as of every
+ * budget on the path) and reports each call's ending through `settle`.
  */
 import { AimdWidth, FixedWidth, type WidthAlgorithm } from "./aimd.js";
 import { Breaker, type BreakerOptions, type BreakerTransition } from "./breaker.js";
-import type { Budget } from "./budget.js";
+import type { Budget, BudgetState } from "./budget.js";
 import type { Outcome } from "./outcome.js";
+import type { Rank } from "./priority.js";
 
 /** How long a pod held at its floor by the half-open rule rests after each refusal. */
 export const FLOOR_REST_MS = 250;
@@ -30,12 +31,18 @@ export interface PodVerdict {
   breakerClosed: boolean;
 }
 
-export class Pod {
+/**
+ * A pod is a budget too: its limit is its adaptive width, and it has room only while its breaker
+ * allows a call and no quota pause holds it. One URL is one pod, whichever lanes list it.
+ */
+export class Pod implements Budget {
   inflight = 0;
   /** A quota signal (429 with a reset) pauses dispatch until this time. */
   pausedUntil = 0;
   readonly width: WidthAlgorithm;
   readonly breaker: Breaker;
+  /** The pod's part of a path: itself, then its GPU group if it has one. */
+  readonly budgets: readonly Budget[];
 
   constructor(
     readonly id: string,
@@ -50,20 +57,32 @@ export class Pod {
     this.width =
       adaptive === false ? new FixedWidth(ceiling) : new AimdWidth({ ceiling, floor: adaptive.floor });
     this.breaker = new Breaker(breaker, random, (t) => onBreakerChange(this, t));
+    this.budgets = group === null ? [this] : [this, group];
+  }
+
+  get name(): string {
+    return this.id;
   }
 
   get adaptive(): boolean {
     return this.width instanceof AimdWidth;
   }
 
-  /** Has width to spare, breaker allowing, not paused, and room in its GPU group. */
-  available(nowMs: number): boolean {
-    return (
-      this.inflight < this.width.width &&
-      this.pausedUntil <= nowMs &&
-      this.breaker.allows(nowMs) &&
-      (this.group === null || this.group.hasRoom)
-    );
+  /** Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the path). */
+  hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
+    return this.inflight < this.width.width && this.pausedUntil <= nowMs && this.breaker.allows(nowMs);
+  }
+
+  take(): void {
+    this.inflight++;
+  }
+
+  give(): void {
+    if (this.inflight > 0) this.inflight--;
+  }
+
+  toJSON(): BudgetState {
+    return { name: this.id, limit: this.width.width, inflight: this.inflight };
   }
 
   /** Load used to pick the least loaded pod: the fraction of its width in use. */

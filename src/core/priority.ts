@@ -13,6 +13,7 @@ export const PRIORITIES: readonly Priority[] = ["interactive", "default", "bulk"
 export type Rank = 0 | 1 | 2;
 
 export const INTERACTIVE: Rank = 0;
+export const DEFAULT_RANK: Rank = 1;
 export const BULK: Rank = 2;
 
 /** The rank of a class, or `undefined` for anything that is not one. */

@@ -1,55 +1,34 @@
 /**
  * The atomic grant across a path (DESIGN §1, STYLE G11): a waiter is granted only when every
  * budget on its path — lane (with its reserve), shared groups, a pod with width to spare — has
- * room, and then takes them all at once. Pure and synchronous: the caller passes `nowMs`, and
- * the shell owns promises and the one timer (`nextWakeAt`).
+ * room, and then takes them all at once through the store (`#grant`); everything is given back
+ * in one place (`#giveBack`). Pure and synchronous with the memory store: the caller passes
+ * `nowMs`, and the shell owns promises and the one timer (`nextWakeAt`).
  *
  * Invariants (property-tested in test/property): no budget above its limit; no lost wake-up (after
  * every operation no waiter that could be granted is left waiting); a cancelled or timed-out
  * waiter leaves no residue; every slot is given back exactly once.
  */
-import type { KeyBudget } from "./budget.js";
+import type { Store } from "../store/store.js";
+import { shedVictim, waitExceedsTimeout } from "./arrival.js";
+import type { ArrivalBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import { PodAttempt, type Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
-import type { Pod } from "./pod.js";
-import { effectiveRank, type Rank } from "./priority.js";
-import { expectedWaitMs, retryAfterMs } from "./retry-after.js";
+import type { Path } from "./path.js";
+import { effectiveRank, INTERACTIVE, type Rank } from "./priority.js";
+import { retryAfterMs } from "./retry-after.js";
+import type {
+  GrantEvent,
+  RefusalEvent,
+  ReleaseEvent,
+  SchedulerHooks,
+  WidthEvent,
+} from "./scheduler-events.js";
 
-/** How the shell hears about grants and refusals of queued tickets. */
-export interface SchedulerHooks {
-  granted(ticket: Ticket): void;
-  rejected(ticket: Ticket, error: SluiceError): void;
-}
-
-/** Payload of `onGrant`. */
-export interface GrantEvent {
-  lane: string;
-  pod: string | undefined;
-  priority: Rank;
-  waitedMs: number;
-}
-/** Payload of `onRelease`. */
-export interface ReleaseEvent {
-  lane: string;
-  pod: string | undefined;
-  heldMs: number;
-  outcome: Outcome["kind"] | "none";
-}
-/** Payload of `onRefusal`: sluice said no (nothing was sent upstream). */
-export interface RefusalEvent {
-  lane: string;
-  error: SluiceError;
-}
-/** Payload of `onWidthChange`. */
-export interface WidthEvent {
-  lane: string;
-  pod: string;
-  width: number;
-  ceiling: number;
-}
+export type { GrantEvent, RefusalEvent, ReleaseEvent, SchedulerHooks, WidthEvent };
 
 /** At most this many attempts per call (first + re-dispatches). */
 export const MAX_ATTEMPTS = 3;
@@ -62,7 +41,10 @@ export class Scheduler {
   readonly onRefusal = new Emitter<RefusalEvent>();
   readonly onWidthChange = new Emitter<WidthEvent>();
 
-  constructor(readonly hooks: SchedulerHooks) {}
+  constructor(
+    readonly hooks: SchedulerHooks,
+    readonly store: Store,
+  ) {}
 
   /** Lanes with waiters (read-only view for snapshots and tests). */
   get waitingLanes(): ReadonlySet<Lane<Ticket>> {
@@ -75,8 +57,7 @@ export class Scheduler {
    */
   admit(t: Ticket, nowMs: number): "granted" | "queued" {
     const lane = t.laneRef;
-    const key = t.key;
-    if (key?.full) throw this.#refuse(lane, keyLimit(key, lane));
+    if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
     t.enqueuedAt = nowMs;
     if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
@@ -86,11 +67,10 @@ export class Scheduler {
 
   /** Grants `t` at once when nobody waits in its lane and its whole path has room. */
   #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
-    if (lane.queue.size > 0 || lane.inflight >= lane.limit - (t.rank === 0 ? 0 : lane.settings.reserve))
-      return false;
-    const pod = lane.pods === null ? null : lane.choosePod(nowMs);
-    if ((lane.pods !== null && pod === null) || !lane.groupsHaveRoom()) return false;
-    this.#grant(lane, t, pod, nowMs);
+    if (lane.queue.size > 0) return false;
+    const path = lane.choosePath(t.rank, nowMs);
+    if (path === null) return false;
+    this.#grant(lane, t, path, nowMs);
     return true;
   }
 
@@ -100,7 +80,7 @@ export class Scheduler {
    * rules apply to a call granted at once) and take it back out if the pass did not grant it.
    */
   #grantAsWaiter(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
-    if (lane.queue.size === 0 || lane.inflight >= lane.limit) return false;
+    if (lane.queue.size === 0 || !lane.budget.hasRoom(INTERACTIVE)) return false;
     this.#push(lane, t, nowMs);
     this.pass(nowMs);
     if ((t.state as string) === "granted") return true;
@@ -128,46 +108,42 @@ export class Scheduler {
    * Would a call of class `rank` for `key` be refused on arrival right now? Used before reading a
    * request body (DESIGN §3.1 step 2), so a refused upload is never read. Queues nothing.
    */
-  precheck(lane: Lane<Ticket>, rank: Rank, key: KeyBudget | null): SluiceError | null {
+  precheck(lane: Lane<Ticket>, rank: Rank, key: ArrivalBudget | null): SluiceError | null {
     if (key?.full) return this.#refuse(lane, keyLimit(key, lane));
     const queue = lane.queue;
-    if (queue.size === 0 && lane.inflight < lane.limit - (rank === 0 ? 0 : lane.settings.reserve))
-      return null;
+    if (queue.size === 0 && lane.budget.hasRoom(rank)) return null;
     // An interactive call takes a free reserve slot ahead of waiters that may not use it.
-    if (rank === 0 && lane.inflight < lane.limit && queue.head(0) === null) return null;
-    const position = queue.positionForArrival(rank);
-    if (lane.hold.samples >= 5) {
-      const expected = expectedWaitMs(position, lane.width, lane.hold);
-      if (expected !== undefined && expected > lane.settings.queueTimeoutMs)
-        return this.#refuse(lane, this.#queueFull(lane, position, "expected_wait"));
-    }
-    if (queue.size >= lane.settings.queueLimit && queue.newestBelow(rank) === null)
+    if (rank === INTERACTIVE && lane.budget.hasRoom(rank) && queue.head(INTERACTIVE) === null) return null;
+    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY);
+  }
+
+  /**
+   * The refusal an arrival that must wait gets now (expected wait past the timeout, or a full
+   * queue with nobody of a lower class to shed), or null when it may queue.
+   */
+  #arrivalRefusal(lane: Lane<Ticket>, rank: Rank, arrivedAt: number): QueueFullError | null {
+    const position = lane.queue.positionForArrival(rank);
+    // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
+    if (waitExceedsTimeout(lane, position))
+      return this.#refuse(lane, this.#queueFull(lane, position, "expected_wait"));
+    if (lane.queue.size >= lane.settings.queueLimit && shedVictim(lane, rank, arrivedAt) === null)
       return this.#refuse(lane, this.#queueFull(lane, position, "full"));
     return null;
   }
 
   #enqueue(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    const { queueLimit, queueTimeoutMs } = lane.settings;
-    const queue = lane.queue;
-    // Say no at once: if the expected wait already exceeds the queue timeout, waiting would
-    // only end in a timeout (DESIGN §1.1). Needs a measurement of at least a few releases.
-    const position = queue.positionForArrival(t.rank);
-    if (lane.hold.samples >= 5) {
-      const expected = expectedWaitMs(position, lane.width, lane.hold);
-      if (expected !== undefined && expected > queueTimeoutMs) {
-        throw this.#refuse(lane, this.#queueFull(lane, position, "expected_wait"));
-      }
-    }
-    if (queue.size >= queueLimit) {
-      const victim = queue.newestBelow(t.rank);
-      if (victim === null) throw this.#refuse(lane, this.#queueFull(lane, position, "full"));
-      this.#remove(lane, victim, nowMs);
-      this.#reject(
-        victim,
-        this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
-      );
-    }
+    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt);
+    if (refusal !== null) throw refusal;
+    if (lane.queue.size >= lane.settings.queueLimit)
+      this.#shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
     this.#push(lane, t, nowMs);
+  }
+
+  /** Takes `victim` out of a full queue; it gets the queue-full refusal (reason `shed`). */
+  #shed(lane: Lane<Ticket>, victim: Ticket, nowMs: number): void {
+    this.#remove(lane, victim, nowMs);
+    const position = lane.queue.positionForArrival(victim.rank);
+    this.#reject(victim, this.#refuse(lane, this.#queueFull(lane, position, "shed")));
   }
 
   /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
@@ -188,54 +164,56 @@ export class Scheduler {
     while (this.#waiting.size > 0) {
       let best: Ticket | null = null;
       let bestLane: Lane<Ticket> | null = null;
-      let bestPod: Pod | null = null;
+      let bestPath: Path | null = null;
       let bestRank = 3;
       for (const lane of this.#waiting) {
         const c = lane.candidate(nowMs);
-        if (c === null || !lane.groupsHaveRoom()) continue;
-        let pod: Pod | null = null;
-        if (lane.pods !== null) {
-          pod = lane.choosePod(nowMs, c.dispatch?.refusedBy ?? null);
-          if (pod === null) continue;
-        }
+        if (c === null) continue;
+        const path = lane.choosePath(c.rank, nowMs, c.dispatch?.refusedBy ?? null);
+        if (path === null) continue;
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
         if (best === null || rank < bestRank || (rank === bestRank && c.arrivedAt < best.arrivedAt)) {
           best = c;
           bestLane = lane;
-          bestPod = pod;
+          bestPath = path;
           bestRank = rank;
         }
       }
-      if (best === null || bestLane === null) return;
+      if (best === null || bestLane === null || bestPath === null) return;
       this.#remove(bestLane, best, nowMs);
-      this.#grant(bestLane, best, bestPod, nowMs);
+      this.#grant(bestLane, best, bestPath, nowMs);
       this.hooks.granted(best);
     }
   }
 
-  #grant(lane: Lane<Ticket>, t: Ticket, pod: Pod | null, nowMs: number): void {
+  /** The one place a grant takes its budgets: the whole path at once, then the key's slot. */
+  #grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
+    if (!this.store.take(path, t.rank, 1, nowMs))
+      throw new Error(`store refused a path it had room for (${lane.name})`);
     t.state = "granted";
     t.grantedAt = nowMs;
-    lane.inflight++;
-    for (const g of lane.groups) g.take();
+    t.path = path;
     if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
-    if (pod !== null) {
-      pod.inflight++;
-      pod.group?.take();
-      this.#attach(t, pod, nowMs);
-    }
+    if (path.pod !== null) this.#attach(t, path, nowMs);
     lane.waits.record(nowMs - t.enqueuedAt, nowMs);
     if (this.onGrant.size > 0)
-      this.onGrant.emit({ lane: lane.name, pod: pod?.id, priority: t.rank, waitedMs: nowMs - t.enqueuedAt });
+      this.onGrant.emit({
+        lane: lane.name,
+        pod: path.pod?.id,
+        priority: t.rank,
+        waitedMs: nowMs - t.enqueuedAt,
+      });
   }
 
-  /** Records the dispatch of `t` to `pod` (the pod's counts were already taken). */
-  #attach(t: Ticket, pod: Pod, nowMs: number): void {
+  /** Records the dispatch of `t` on `path`'s pod (the path's budgets were already taken). */
+  #attach(t: Ticket, path: Path, nowMs: number): void {
+    const pod = path.pod!;
     let d = t.dispatch;
     if (d === null) {
       d = new PodAttempt(pod);
       t.dispatch = d;
     }
+    t.path = path;
     d.pod = pod;
     d.inflightAtStart = pod.inflight;
     d.widthAtStart = pod.width.width;
@@ -243,17 +221,27 @@ export class Scheduler {
     d.probe = pod.breaker.onDispatch(nowMs);
   }
 
+  /** The one place budgets are given back: whatever path the ticket holds, and its key's slot. */
+  #giveBack(t: Ticket, nowMs: number): void {
+    const path = t.path;
+    if (path !== null) {
+      t.path = null;
+      this.store.give(path, 1, nowMs);
+    }
+    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
+  }
+
   /** Ends a granted ticket: the pod hears the outcome, every slot is given back, waiters run. */
   end(t: Ticket, outcome: Outcome | null, nowMs: number): void {
     if (t.state !== "granted") return;
     t.state = "ended";
     const lane = t.laneRef;
-    this.#endPodAttempt(lane, t, outcome, nowMs);
+    this.#settlePod(lane, t, outcome, nowMs);
     // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)
       lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryBank(lane.limit));
-    this.#giveSlots(lane, t);
+    this.#giveBack(t, nowMs);
     if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);
@@ -262,91 +250,83 @@ export class Scheduler {
     if (this.#waiting.size > 0) this.pass(nowMs);
   }
 
-  /** Gives back the lane's slot, its groups' and its key's (never below zero). */
-  #giveSlots(lane: Lane<Ticket>, t: Ticket): void {
-    if (lane.inflight > 0) lane.inflight--;
-    for (const g of lane.groups) g.give();
-    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
-  }
-
-  #endPodAttempt(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
+  /**
+   * The pod hears how its attempt ended (width, breaker). Only the outcome is settled here: the
+   * pod's slot is given back with the path (`#giveBack`), or by a re-dispatch that moves off the pod.
+   */
+  #settlePod(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
     const d = t.dispatch;
     const pod = d?.pod ?? null;
     if (d === null || pod === null) return;
     const verdict = pod.settle(outcome ?? { kind: "ignore" }, d, nowMs, lane.mayOpenAnother());
     d.probe = false;
-    if (pod.inflight > 0) pod.inflight--;
-    pod.group?.give();
     if (verdict.widthChanged && this.onWidthChange.size > 0)
       this.onWidthChange.emit({ lane: lane.name, pod: pod.id, width: pod.width.width, ceiling: pod.ceiling });
   }
 
   /**
    * Re-dispatch (DESIGN §1.3): the pod refused before starting the call. The ticket gives back
-   * that pod, keeps its lane slot and arrival time, and takes another pod now if one has room;
-   * otherwise it waits again at its original place in line. Returns "denied" (and ends the
-   * ticket) past 3 attempts or when the lane's re-dispatch budget is spent.
+   * that pod's part of its path, keeps its lane slot and arrival time, and takes another pod now
+   * if one has room; otherwise it waits again at its original place in line. Returns "denied"
+   * (and ends the ticket) past 3 attempts or when the lane's re-dispatch budget is spent.
    */
   redispatch(t: Ticket, outcome: Outcome, nowMs: number): "dispatched" | "queued" | "denied" {
     const lane = t.laneRef;
     if (t.state !== "granted") return "denied";
-    if (lane.pods === null) {
-      this.end(t, outcome, nowMs); // nowhere else to send it: the refusal ends the call
-      return "denied";
-    }
     const allowed =
+      lane.pods !== null &&
       t.attempts < MAX_ATTEMPTS &&
       lane.retryTokens >= RETRY_COST &&
       lane.redispatching < Math.max(3, Math.floor(0.2 * lane.inflight));
     if (!allowed) {
-      this.end(t, outcome, nowMs);
+      this.end(t, outcome, nowMs); // nowhere else to send it (or no budget): the refusal ends the call
       return "denied";
     }
     lane.retryTokens -= RETRY_COST;
     const d = t.dispatch!;
+    const refused = d.pod!;
     if (d.attempts === 1) lane.redispatching++;
     d.attempts++;
-    this.#endPodAttempt(lane, t, outcome, nowMs);
-    const refused = d.pod!;
+    this.#settlePod(lane, t, outcome, nowMs);
+    d.pod = null; // settled: an end() from here on must not settle it again
+    this.#leavePod(t, nowMs);
     if (d.refusedBy === null) d.refusedBy = [refused];
     else d.refusedBy.push(refused);
-    d.pod = null; // its ending is settled: an end() from here on must not settle it again
-    const pod = lane.choosePod(nowMs, d.refusedBy);
-    if (pod !== null && !d.refusedBy.includes(pod)) {
-      pod.inflight++;
-      pod.group?.take();
-      this.#attach(t, pod, nowMs);
+    const path = lane.choosePath(t.rank, nowMs, d.refusedBy, true);
+    if (path !== null && !d.refusedBy.includes(path.pod!)) {
+      if (!this.store.take(path, t.rank, 1, nowMs, path.podStart))
+        throw new Error(`store refused a pod it had room for (${lane.name})`);
+      this.#attach(t, path, nowMs);
       if (this.#waiting.size > 0) this.pass(nowMs);
       return "dispatched";
     }
     // No other pod now: wait again, keeping the arrival time, within the queue bound. An earlier
     // arrival keeps its place over a newer waiter of its class or any of a lower class.
-    const queue = lane.queue;
     if (lane.allTripped(nowMs)) {
       // Every pod is isolated: waiting would only run into the queue timeout.
       this.end(t, outcome, nowMs);
       return "denied";
     }
-    if (queue.size >= lane.settings.queueLimit) {
-      const newer = queue.tail(t.rank);
-      // Same arrival time: the re-dispatched call was admitted first.
-      const victim =
-        queue.newestBelow(t.rank) ?? (newer !== null && newer.arrivedAt >= t.arrivedAt ? newer : null);
+    if (lane.queue.size >= lane.settings.queueLimit) {
+      const victim = shedVictim(lane, t.rank, t.arrivedAt, true);
       if (victim === null) {
         this.end(t, outcome, nowMs);
         return "denied";
       }
-      this.#remove(lane, victim, nowMs);
-      this.#reject(
-        victim,
-        this.#refuse(lane, this.#queueFull(lane, queue.positionForArrival(victim.rank), "shed")),
-      );
+      this.#shed(lane, victim, nowMs);
     }
-    this.#giveSlots(lane, t);
+    this.#giveBack(t, nowMs);
     t.enqueuedAt = nowMs;
     this.#push(lane, t, nowMs);
     this.pass(nowMs);
     return (t.state as string) === "granted" ? "dispatched" : "queued";
+  }
+
+  /** Gives back the pod's part of `t`'s path; `t` keeps its lane's part. */
+  #leavePod(t: Ticket, nowMs: number): void {
+    const path = t.path!;
+    this.store.give(path, 1, nowMs, path.podStart);
+    t.path = t.laneRef.lanePath;
   }
 
   /** Removes a waiting ticket (abort). No budget was held, so no pass is needed. */
@@ -394,7 +374,7 @@ export class Scheduler {
     this.pass(nowMs);
   }
 
-  /** The next time something changes by itself: a queue deadline, a breaker cooldown, a pause. */
+  /** The next time something changes by itself: a queue deadline, or a budget gaining room (cooldown, pause, refill). */
   nextWakeAt(nowMs: number): number | undefined {
     let at: number | undefined;
     for (const lane of this.#waiting) {
@@ -403,11 +383,8 @@ export class Scheduler {
         const deadline = head.enqueuedAt + lane.settings.queueTimeoutMs;
         if (at === undefined || deadline < at) at = deadline;
       }
-      if (lane.pods === null) continue;
-      for (const pod of lane.pods) {
-        const change = pod.nextChangeAt(nowMs);
-        if (change !== undefined && (at === undefined || change < at)) at = change;
-      }
+      const change = lane.nextChangeAt(nowMs);
+      if (change !== undefined && (at === undefined || change < at)) at = change;
     }
     return at;
   }
@@ -425,18 +402,18 @@ export class Scheduler {
     );
   }
 
-  #refuse(lane: Lane<Ticket>, error: SluiceError): SluiceError {
+  #refuse<E extends SluiceError>(lane: Lane<Ticket>, error: E): E {
     if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
     return error;
   }
 }
 
-function keyLimit(key: KeyBudget, lane: Lane<Ticket>): KeyLimitError {
+function keyLimit(key: ArrivalBudget, lane: Lane<Ticket>): KeyLimitError {
   return new KeyLimitError(
     key.name,
     key.inflight,
     key.queued,
-    key.maxInflight,
+    key.limit,
     retryAfterMs(key.queued + 1, lane.width, lane.hold),
   );
 }

@@ -3,7 +3,7 @@
  * `gov.snapshot()`, `/api/telemetry/lanes` and `sluice status`. Field names are snake_case
  * because this is a wire format read by dashboards and other languages.
  */
-import type { Budget, KeyBudget } from "./budget.js";
+import type { ArrivalBudget, ConcurrencyBudget } from "./budget.js";
 import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
 import type { Pod } from "./pod.js";
 
@@ -27,7 +27,10 @@ export interface LaneSnapshot {
 
 export interface PodSnapshot {
   id: string;
+  /** The first lane that lists this pod. */
   lane: string;
+  /** Every lane that lists it: one URL is one pod, shared by its lanes. */
+  lanes: string[];
   width: number;
   ceiling: number;
   floor: number;
@@ -86,12 +89,13 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
   };
 }
 
-export function podSnapshot(pod: Pod, lane: string, nowMs: number): PodSnapshot {
+export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapshot {
   const state = pod.breaker.state;
   const reopen = pod.breaker.reopensAt();
   return {
     id: pod.id,
-    lane,
+    lane: lanes[0] ?? "",
+    lanes,
     width: pod.width.width,
     ceiling: pod.ceiling,
     floor: pod.width.toJSON().floor,
@@ -103,10 +107,10 @@ export function podSnapshot(pod: Pod, lane: string, nowMs: number): PodSnapshot 
   };
 }
 
-export function groupSnapshot(b: Budget): GroupSnapshot {
-  return { group: b.name, limit: b.limit, inflight: b.inflight };
+export function groupSnapshot(name: string, b: ConcurrencyBudget): GroupSnapshot {
+  return { group: name, limit: b.limit, inflight: b.inflight };
 }
 
-export function keySnapshot(k: KeyBudget): KeySnapshot {
-  return { key: k.name, max_inflight: k.maxInflight, inflight: k.inflight, queued: k.queued };
+export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
+  return { key: name, max_inflight: k.limit, inflight: k.inflight, queued: k.queued };
 }

@@ -66,6 +66,7 @@ describe("writeSnapshotGauges", () => {
         {
           id: "p",
           lane: "chat",
+          lanes: ["chat"],
           width: 3,
           ceiling: 8,
           floor: 1,

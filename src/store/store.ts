@@ -1,0 +1,35 @@
+/**
+ * Where budgets are counted (DESIGN §1, §5). The scheduler decides *who* is granted, in priority
+ * order; the store decides *whether* a path's budgets have room and takes them all at once.
+ *
+ * The memory store (the embedded default) answers at once, so a grant stays synchronous: no
+ * promise per grant. A fleet store (Redis, several replicas sharing one budget) implements the
+ * same interface: `take` becomes one atomic script over every budget on the path, with time from
+ * the store, and budgets are found by name so every replica counts against the same key.
+ */
+import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import type { Path } from "../core/path.js";
+import type { Rank } from "../core/priority.js";
+
+export interface Store {
+  /** What to show in snapshots and `/readyz`: `memory`, or a URL without its password. */
+  readonly description: string;
+  /**
+   * The concurrency budget stored under `key` (e.g. `lane:chat`, `group:gb10`), created on first
+   * use with display name `name`: one object per key, so a budget listed by several lanes is one
+   * budget. A later call with another limit gets the first one (callers check for conflicts).
+   */
+  concurrency(key: string, limit: number, reserve?: number, name?: string): ConcurrencyBudget;
+  /** The arrival budget (in flight + queued) stored under `key`, created on first use. */
+  arrival(key: string, limit: number, maxRank?: Rank, name?: string): ArrivalBudget;
+  /**
+   * Takes `cost` from every budget of `path` from index `from` on — all or nothing. Returns
+   * whether it took them. The caller has already chosen the waiter (priority order is the
+   * scheduler's); the store re-checks room, because in a fleet another replica may have taken it.
+   */
+  take(path: Path, rank: Rank, cost: number, nowMs: number, from?: number): boolean;
+  /** Gives back what `take` took from `path` from index `from` on. */
+  give(path: Path, cost: number, nowMs: number, from?: number): void;
+  /** Every budget the store holds (snapshots, tests). */
+  budgets(): Iterable<Budget | ArrivalBudget>;
+}
