@@ -1,0 +1,4 @@
+import { MemoryStore } from "../../src/store/memory.js";
+import { describeStore } from "./contract.js";
+
+describeStore("memory", () => new MemoryStore());
