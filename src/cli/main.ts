@@ -3,17 +3,50 @@
  * `sluice` command line: parses the subcommand and hands the rest of argv to its module. Each
  * subcommand lives in its own thin file and is loaded only when asked for.
  */
+import { readFileSync } from "node:fs";
+
 type Command = { summary: string; load: () => Promise<{ main(argv: string[]): Promise<number> }> };
 
 const commands: Record<string, Command> = {
-  serve: { summary: "run the gateway (--config FILE | --demo)", load: () => import("./serve.js") },
-  sim: { summary: "run simulated model servers (--fleet demo | --port P)", load: () => import("./sim.js") },
-  status: { summary: "print a gateway's lane snapshot as a table", load: () => import("./status.js") },
+  serve: {
+    summary: "run the gateway (--config FILE | --demo) [--port N] [--host H]",
+    load: () => import("./serve.js"),
+  },
+  sim: {
+    summary: "run simulated model servers (--profile NAME --port P | --fleet demo --base-port P)",
+    load: () => import("./sim.js"),
+  },
+  status: {
+    summary: "print a gateway's lane snapshot as a table (--url URL) [--json]",
+    load: () => import("./status.js"),
+  },
 };
 
 function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
-  return `usage: sluice <command> [options]\n\ncommands:\n${rows.join("\n")}\n`;
+  return [
+    "usage: sluice <command> [options]",
+    "       sluice --version",
+    "",
+    "commands:",
+    ...rows,
+    "",
+    "options:",
+    "  -v, --version  print sluice's version",
+    "  -h, --help     show this help; `sluice <command> --help` lists the command's flags",
+    "",
+  ].join("\n");
+}
+
+/**
+ * The package's version, read from its package.json: two levels up from both src/cli/main.ts
+ * and dist/cli/main.js, and always shipped in the package.
+ */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return pkg.version;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -21,6 +54,10 @@ async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === "-h" || name === "--help" || name === "help") {
     process.stdout.write(usage());
     return name === undefined ? 2 : 0;
+  }
+  if (name === "-v" || name === "--version" || name === "version") {
+    process.stdout.write(`${version()}\n`);
+    return 0;
   }
   const command = commands[name];
   if (command === undefined) {

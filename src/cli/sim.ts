@@ -3,18 +3,19 @@
  * Thin on purpose: parsing and printing only. Runs until SIGINT/SIGTERM, then closes and
  * returns 0; a bad flag returns 2 with a message naming it.
  */
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { isConfigError } from "../core/errors.js";
-import { DEMO_BASE_PORT, demoFleet } from "../sim/fleet.js";
+import { DEMO_BASE_PORT, DEMO_FLEET, demoFleet } from "../sim/fleet.js";
 import { SIM_DEFAULTS, type SimOptions } from "../sim/options.js";
 import { isSimProfileName, SIM_PROFILES } from "../sim/profiles.js";
 import { startSim } from "../sim/server.js";
 
-const USAGE = `usage: sluice sim [--profile vllm|ocr-pod|provider] [--port P] [options]
-       sluice sim --fleet demo [--base-port P]
+const USAGE = `usage: sluice sim [--profile ${Object.keys(SIM_PROFILES).join("|")}] [--port P] [options]
+       sluice sim --fleet demo [--base-port P] [--host H]
 
+  --profile NAME           start from a named behaviour: ${Object.keys(SIM_PROFILES).join(", ")}; flags override it
   --port P                 port to listen on, 0 = any free port (default ${SIM_DEFAULTS.port})
-  --host H                 address to listen on (default ${SIM_DEFAULTS.host})
+  --host H                 address to listen on, also the demo fleet's (default ${SIM_DEFAULTS.host})
   --model NAME             model name in /v1/models and metrics (default ${SIM_DEFAULTS.model})
   --max-num-seqs N         requests running at once (default ${SIM_DEFAULTS.maxNumSeqs})
   --max-waiting N          waiting requests before --overflow applies (default unbounded)
@@ -26,8 +27,17 @@ const USAGE = `usage: sluice sim [--profile vllm|ocr-pod|provider] [--port P] [o
   --output-tokens N        tokens per answer when max_tokens allows (default ${SIM_DEFAULTS.defaultOutputTokens})
   --echo-prefix PATH       OCR-style echo route prefix (default ${SIM_DEFAULTS.echoPrefix})
   --seed N                 service-time seed (default ${SIM_DEFAULTS.seed})
-  --fleet demo             start the demo fleet instead (ports from --base-port, default ${DEMO_BASE_PORT})
+  --fleet demo             start the demo fleet instead: ${demoPods()}
+  --base-port P            the demo fleet's first port; its pods take P, P+1, … (default ${DEMO_BASE_PORT}, 0 = any free ports)
+  -h, --help               show this help
 `;
+
+/** "4 pods (demo-chat ×2, …)": the fleet's shape for the help, from the fleet itself. */
+function demoPods(): string {
+  const models = Object.entries(DEMO_FLEET);
+  const count = models.reduce((n, [, pods]) => n + pods.length, 0);
+  return `${count} pods (${models.map(([m, pods]) => (pods.length > 1 ? `${m} ×${pods.length}` : m)).join(", ")})`;
+}
 
 // Flag → option key, for the flags whose value is a number.
 const NUMERIC = {
@@ -41,6 +51,22 @@ const NUMERIC = {
   "output-tokens": "defaultOutputTokens",
   seed: "seed",
 } as const satisfies Record<string, keyof SimOptions>;
+
+/** Every flag `sluice sim` accepts (node:util parseArgs options); the help has a line for each. */
+export const OPTIONS = {
+  ...(Object.fromEntries(Object.keys(NUMERIC).map((k) => [k, { type: "string" }])) as Record<
+    keyof typeof NUMERIC,
+    { type: "string" }
+  >),
+  host: { type: "string" },
+  model: { type: "string" },
+  overflow: { type: "string" },
+  "echo-prefix": { type: "string" },
+  profile: { type: "string" },
+  fleet: { type: "string" },
+  "base-port": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
 
 /** Where `main` writes, and what stops it; tests pass their own, the CLI uses the process's. */
 export interface SimCliIo {
@@ -56,23 +82,7 @@ export async function main(argv: string[], io: SimCliIo = {}): Promise<number> {
   const err = io.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   let values: Record<string, string | boolean | undefined>;
   try {
-    const options = Object.fromEntries(Object.keys(NUMERIC).map((k) => [k, { type: "string" as const }]));
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        ...options,
-        host: { type: "string" },
-        model: { type: "string" },
-        overflow: { type: "string" },
-        "echo-prefix": { type: "string" },
-        profile: { type: "string" },
-        fleet: { type: "string" },
-        "base-port": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: OPTIONS }));
   } catch (e) {
     err(`sluice sim: ${(e as Error).message}\n\n${USAGE}`);
     return 2;

@@ -3,7 +3,7 @@
  * it as plain padded tables, or as JSON with `--json`. Thin on purpose: `formatStatus` is pure and
  * tested from a fixed snapshot. Exit codes: 0 printed, 1 no usable answer, 2 bad usage.
  */
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { request } from "undici";
 import type { LaneSnapshot, PodSnapshot, Snapshot } from "../core/snapshot.js";
 
@@ -21,6 +21,13 @@ const USAGE = `usage: sluice status [--url URL] [--json]
 
   Off loopback, the admin key is read from $SLUICE_ADMIN_KEY and sent as a Bearer token.
 `;
+
+/** Every flag `sluice status` accepts (node:util parseArgs options); the help has a line for each. */
+export const OPTIONS = {
+  url: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
 
 /** Where `main` writes; tests pass their own, the CLI uses the process's. */
 export interface StatusCliIo {
@@ -40,7 +47,7 @@ export async function main(argv: string[], io: StatusCliIo = {}): Promise<number
       args: argv,
       strict: true,
       allowPositionals: false,
-      options: { url: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: OPTIONS,
     }));
   } catch (e) {
     err(`sluice status: ${(e as Error).message}\n\n${USAGE}`);
