@@ -166,6 +166,20 @@ describe("Governor: seed 002 limiter card C2", () => {
     await assert.rejects(gov.acquire("L", { priority: "urgent" as never }), TypeError);
   });
 
+  test("an unknown class is the same TypeError from acquire, tryAcquire and check, and counts nothing", async () => {
+    const { gov } = make({ limit: 2, reserve: 0 });
+    const message = /priority must be one of interactive, default, bulk; got "urgent"/;
+    await assert.rejects(gov.acquire("L", { priority: "urgent" as never }), message);
+    assert.throws(() => gov.tryAcquire("L", { priority: "urgent" as never }), message);
+    assert.throws(() => gov.check("L", { priority: "urgent" as never }), message);
+    assert.throws(() => withPriority("urgent" as never, () => gov.check("L")), /interactive, default, bulk/);
+    assert.deepEqual(
+      [gov.snapshot().lanes[0]!.inflight, gov.snapshot().lanes[0]!.queued],
+      [0, 0],
+      "nothing was counted",
+    );
+  });
+
   test("6. the snapshot has the §4 lane shape, wait quantiles and the 60 s saturated rule", async () => {
     const { gov, clock, lane } = make({ limit: 1, reserve: 0, queueTimeoutMs: 600_000 });
     const held = await gov.acquire("L");

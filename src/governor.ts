@@ -78,7 +78,7 @@ const captureResolve = (resolve: (value: Lease | PromiseLike<Lease>) => void): v
  * Bounds model calls inside one process: lanes with priority queues, shared group budgets, key
  * budgets, and pods with adaptive width and breakers (DESIGN §1, §2).
  */
-export class Governor implements TicketOwner {
+export class Governor {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #scheduler: Scheduler;
@@ -151,11 +151,7 @@ export class Governor implements TicketOwner {
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority() ?? "default";
     const asked = rankOf(priority);
-    if (asked === undefined) {
-      return Promise.reject(
-        new TypeError(`priority must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(priority)}`),
-      );
-    }
+    if (asked === undefined) return Promise.reject(unknownPriority(priority));
     const key = this.#key(options.key);
     const rank = capped(asked, key);
     const now = this.#clock.now();
@@ -198,7 +194,7 @@ export class Governor implements TicketOwner {
     const laneState = this.#lanes.get(lane);
     if (laneState === undefined) return undefined;
     const key = this.#key(options.key);
-    const rank = capped(rankOf(options.priority ?? currentPriority() ?? "default") ?? 1, key);
+    const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
     return this.#scheduler.precheck(laneState, rank, key) ?? undefined;
   }
 
@@ -233,8 +229,7 @@ export class Governor implements TicketOwner {
     if (pass !== undefined) return pass;
     const laneState = this.#lanes.get(lane);
     if (laneState === undefined || this.#closed) return undefined;
-    const asked = rankOf(options.priority ?? currentPriority() ?? "default");
-    if (asked === undefined) return undefined;
+    const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
     const key = this.#key(options.key);
     const now = this.#clock.now();
     if (laneState.pods !== null && laneState.allTripped(now)) return undefined;
@@ -320,8 +315,15 @@ export class Governor implements TicketOwner {
     return name === undefined ? null : (this.#keys.get(name) ?? null);
   }
 
-  /** @internal TicketOwner: a lease ended. */
-  end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
+  /** Where this governor's leases report their endings; kept off the public surface. */
+  readonly #owner: TicketOwner = {
+    end: (t, failure, outcomeKnown) => this.#end(t, failure, outcomeKnown),
+    abandon: (t) => this.#abandon(t),
+    retry: (t, failure) => this.#retry(t, failure),
+  };
+
+  /** A lease ended. */
+  #end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
     const outcome = outcomeKnown ? (failure === undefined ? SUCCESS : classifyOutcome(failure)) : null;
     const now = this.#clock.now();
     this.#scheduler.end(t, outcome, now);
@@ -329,8 +331,8 @@ export class Governor implements TicketOwner {
     this.#arm(now);
   }
 
-  /** @internal TicketOwner: the caller released a re-dispatch that was waiting for a pod. */
-  abandon(t: Ticket): void {
+  /** The caller released a re-dispatch that was waiting for a pod. */
+  #abandon(t: Ticket): void {
     if (!this.#scheduler.cancel(t, this.#clock.now())) return;
     this.#settleWaiter(
       t,
@@ -339,8 +341,8 @@ export class Governor implements TicketOwner {
     this.#arm();
   }
 
-  /** @internal TicketOwner: re-dispatch after a refusal before the pod started the call. */
-  retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
+  /** Re-dispatch after a refusal before the pod started the call. */
+  #retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
     const outcome = classifyOutcome(failure ?? { refused: true });
     const result = this.#scheduler.redispatch(t, outcome, this.#clock.now());
     if (result !== "queued") {
@@ -467,7 +469,7 @@ export class Governor implements TicketOwner {
       laneGroups,
       pods,
     );
-    lane.owner = this;
+    lane.owner = this.#owner;
     this.#lanes.set(name, lane);
     return lane;
   }
@@ -527,4 +529,15 @@ export class Governor implements TicketOwner {
 /** A class's rank, lowered to the highest class the key may claim. */
 function capped(rank: Rank, key: ArrivalBudget | null): Rank {
   return key === null ? rank : key.cap(rank);
+}
+
+/** The one error for a class that is not one, wherever it is asked for (acquire, tryAcquire, check). */
+function unknownPriority(value: unknown): TypeError {
+  return new TypeError(`priority must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(value)}`);
+}
+
+function rankOrThrow(value: unknown): Rank {
+  const rank = rankOf(value);
+  if (rank === undefined) throw unknownPriority(value);
+  return rank;
 }

@@ -3,9 +3,11 @@
  * once: say no at once when the expected wait already exceeds the queue timeout, and when the
  * queue is full shed the newest waiter of a lower class — or refuse the arrival if there is none.
  */
+import type { ArrivalBudget } from "./budget.js";
+import { KeyLimitError, QueueFullError } from "./errors.js";
 import type { Lane } from "./lane.js";
 import type { Rank } from "./priority.js";
-import { expectedWaitMs } from "./retry-after.js";
+import { expectedWaitMs, retryAfterMs } from "./retry-after.js";
 import type { QueueNode } from "./wait-queue.js";
 
 /** Releases measured before the expected-wait rule trusts the lane's drain rate. */
@@ -34,4 +36,29 @@ export function shedVictim<T extends QueueNode>(
   if (below !== null || !keepsPlace) return below;
   const newer = lane.queue.tail(rank);
   return newer !== null && newer.arrivedAt >= arrivedAt ? newer : null;
+}
+
+/** The queue-full refusal for a caller at `position`, with the lane's numbers and a Retry-After from its drain rate. */
+export function queueFull(lane: Lane, position: number, reason: QueueFullError["reason"]): QueueFullError {
+  const width = lane.width;
+  return new QueueFullError(
+    lane.name,
+    lane.inflight,
+    lane.queue.size,
+    lane.settings.queueLimit,
+    width,
+    retryAfterMs(position, width, lane.hold),
+    reason,
+  );
+}
+
+/** The refusal for a key at its in flight + queued bound. */
+export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
+  return new KeyLimitError(
+    key.name,
+    key.inflight,
+    key.queued,
+    key.limit,
+    retryAfterMs(key.queued + 1, lane.width, lane.hold),
+  );
 }

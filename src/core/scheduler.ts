@@ -10,9 +10,9 @@
  * waiter leaves no residue; every slot is given back exactly once.
  */
 import type { Store } from "../store/store.js";
-import { shedVictim, waitExceedsTimeout } from "./arrival.js";
+import { keyLimit, queueFull, shedVictim, waitExceedsTimeout } from "./arrival.js";
 import type { ArrivalBudget } from "./budget.js";
-import { KeyLimitError, QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
+import { type QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import { PodAttempt, type Ticket } from "./lease.js";
@@ -93,7 +93,7 @@ export class Scheduler {
     const lane = t.laneRef;
     if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
     if (this.grantIfFree(t, nowMs)) return "granted";
-    throw this.#queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
+    throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
   }
 
   /** Grants `t` if a pass would grant it now; otherwise changes nothing (no refusal, no event). */
@@ -125,9 +125,9 @@ export class Scheduler {
     const position = lane.queue.positionForArrival(rank);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
-      return this.#refuse(lane, this.#queueFull(lane, position, "expected_wait"));
+      return this.#refuse(lane, queueFull(lane, position, "expected_wait"));
     if (lane.queue.size >= lane.settings.queueLimit && shedVictim(lane, rank, arrivedAt) === null)
-      return this.#refuse(lane, this.#queueFull(lane, position, "full"));
+      return this.#refuse(lane, queueFull(lane, position, "full"));
     return null;
   }
 
@@ -143,7 +143,7 @@ export class Scheduler {
   #shed(lane: Lane<Ticket>, victim: Ticket, nowMs: number): void {
     this.#remove(lane, victim, nowMs);
     const position = lane.queue.positionForArrival(victim.rank);
-    this.#reject(victim, this.#refuse(lane, this.#queueFull(lane, position, "shed")));
+    this.#reject(victim, this.#refuse(lane, queueFull(lane, position, "shed")));
   }
 
   /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
@@ -389,31 +389,8 @@ export class Scheduler {
     return at;
   }
 
-  #queueFull(lane: Lane<Ticket>, position: number, reason: QueueFullError["reason"]): QueueFullError {
-    const width = lane.width;
-    return new QueueFullError(
-      lane.name,
-      lane.inflight,
-      lane.queue.size,
-      lane.settings.queueLimit,
-      width,
-      retryAfterMs(position, width, lane.hold),
-      reason,
-    );
-  }
-
   #refuse<E extends SluiceError>(lane: Lane<Ticket>, error: E): E {
     if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
     return error;
   }
-}
-
-function keyLimit(key: ArrivalBudget, lane: Lane<Ticket>): KeyLimitError {
-  return new KeyLimitError(
-    key.name,
-    key.inflight,
-    key.queued,
-    key.limit,
-    retryAfterMs(key.queued + 1, lane.width, lane.hold),
-  );
 }
