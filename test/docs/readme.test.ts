@@ -1,12 +1,18 @@
 /**
- * The README's library quick start runs as written: its ```js block is extracted and executed
- * against the built package (`import … from "sluice"` resolves to this package's own exports).
+ * The README's facts hold: its library quick start runs as written (its ```js block is extracted
+ * and executed against the built package: `import … from "sluice"` resolves to this package's
+ * own exports), its demo has as many pods as the demo fleet, and its commands use real flags.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { OPTIONS as SERVE } from "../../src/cli/serve.js";
+import { OPTIONS as SIM } from "../../src/cli/sim.js";
+import { OPTIONS as STATUS } from "../../src/cli/status.js";
+import { DEMO_BASE_PORT, DEMO_FLEET } from "../../src/sim/fleet.js";
+import { SIM_PROFILES } from "../../src/sim/profiles.js";
 
 test("the README library quick start runs as written and reports answers and refusals", () => {
   const readme = readFileSync("README.md", "utf8");
@@ -24,4 +30,50 @@ test("the README library quick start runs as written and reports answers and ref
   } finally {
     execFileSync("rm", ["-rf", dir]);
   }
+});
+
+/** The README's `## Commands` shell block, one command per line, comments cut off. */
+function commandLines(readme: string): string[] {
+  const block = /## Commands[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(block, "README has a ```sh block under ## Commands");
+  return block
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, "").trim())
+    .filter((line) => line !== "");
+}
+
+const NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+
+test("the README counts the demo fleet's pods and ports as src/sim/fleet.ts starts them", () => {
+  const readme = readFileSync("README.md", "utf8");
+  const count = Object.values(DEMO_FLEET).reduce((n, pods) => n + pods.length, 0);
+  const word = NUMBER_WORDS[count]!;
+  assert.match(readme, new RegExp(`\`npm start\` starts ${word} simulated pods`));
+  const last = DEMO_BASE_PORT + count - 1;
+  assert.match(
+    readme,
+    new RegExp(`--base-port ${DEMO_BASE_PORT} .*the demo's ${word} pods, on ports ${DEMO_BASE_PORT}–${last}`),
+  );
+});
+
+test("the README's commands use only flags their parsers accept, and show serve's, status's and sim's main ones", () => {
+  const options: Record<string, Record<string, unknown>> = { serve: SERVE, sim: SIM, status: STATUS };
+  const shown: Record<string, Set<string>> = { serve: new Set(), sim: new Set(), status: new Set() };
+  for (const line of commandLines(readFileSync("README.md", "utf8"))) {
+    const [bin, command, ...rest] = line.split(/\s+/);
+    assert.equal(bin, "sluice", line);
+    assert.ok(command !== undefined && Object.hasOwn(options, command), `unknown command in "${line}"`);
+    for (const flag of rest.filter((w) => w.startsWith("--")).map((w) => w.slice(2))) {
+      assert.ok(Object.hasOwn(options[command]!, flag), `sluice ${command} has no --${flag} ("${line}")`);
+      shown[command]!.add(flag);
+    }
+  }
+  // serve's and status's flags are few: all of them. sim's knobs live in docs/sim.md.
+  for (const command of ["serve", "status"])
+    for (const flag of Object.keys(options[command]!).filter((f) => f !== "help"))
+      assert.ok(shown[command]!.has(flag), `README shows no sluice ${command} --${flag}`);
+  for (const flag of ["profile", "port", "fleet", "base-port"])
+    assert.ok(shown.sim!.has(flag), `README shows no sluice sim --${flag}`);
+  const profiles = /--profile ((?:[\w-]+ \| )+[\w-]+)/.exec(readFileSync("README.md", "utf8"))?.[1];
+  assert.deepEqual(profiles?.split(" | "), Object.keys(SIM_PROFILES));
 });
