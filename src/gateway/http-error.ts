@@ -31,6 +31,16 @@ export class HttpError extends Error {
   }
 }
 
+/** 404 `unknown_model`: `model` is not configured; `param` says where the name came from. */
+export function unknownModel(model: string, param: string): HttpError {
+  return new HttpError(
+    404,
+    "unknown_model",
+    `no model named "${model}" is configured on this gateway`,
+    param,
+  );
+}
+
 const TYPE_BY_STATUS: Record<number, string> = {
   401: "authentication_error",
   403: "permission_error",

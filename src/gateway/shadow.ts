@@ -5,7 +5,35 @@
  * round-robin, since the governor's choice needs a budget this call does not hold.
  */
 import type { ModelConfig } from "../config/schema.js";
+import type { SluiceError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
+
+/** A shadow-mode model: how many calls run beyond what enforce mode would have let through. */
+export class ShadowLane {
+  /** Calls let through on a {@link ShadowLease} and not yet ended. */
+  #over = 0;
+
+  constructor(
+    readonly model: ModelConfig,
+    /** Counts `sluice_would_refuse_total{reason}`. */
+    readonly wouldRefuse: (code: string) => void,
+  ) {}
+
+  /**
+   * The call the Governor refused, let through anyway. Counted as would-refuse unless enforce
+   * mode would only have queued it (a `queue_full` refusal while fewer than `queue_limit` extra
+   * calls run: enforce mode's queue would have held it).
+   */
+  letThrough(refusal: SluiceError): Lease {
+    this.#over++;
+    if (refusal.code !== "queue_full" || this.#over > this.model.queueLimit) this.wouldRefuse(refusal.code);
+    return new ShadowLease(this.model, this.#end);
+  }
+
+  readonly #end = (): void => {
+    this.#over--;
+  };
+}
 
 const next = new WeakMap<ModelConfig, number>();
 

@@ -1,0 +1,160 @@
+/**
+ * What the request path's phases share (STYLE G13, after fastify's request/reply pair): the
+ * gateway's parts, built once ({@link GatewayParts}), and one {@link RequestContext} per proxied
+ * request that every phase reads and fills in turn. A phase is a plain function of the two
+ * ({@link Phase}); see `pipeline.ts` for the order and docs/lifecycle.md for the tree.
+ *
+ * The context is a class so every request's record has one shape (one hidden class for V8), and
+ * a feature a request does not use is `null`, not a flag beside a value.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Logger } from "pino";
+import type { GatewayConfig, ModelConfig } from "../config/schema.js";
+import type { SluiceError } from "../core/errors.js";
+import type { Lease } from "../core/lease.js";
+import type { Priority } from "../core/priority.js";
+import type { Governor } from "../governor.js";
+import type { PrometheusMetrics } from "../metrics/prometheus.js";
+import type { Authenticator, Caller } from "./auth.js";
+import type { BufferBudget, GatewayBound } from "./bounds.js";
+import { type HttpError, unknownModel } from "./http-error.js";
+import type { ShadowLane } from "./shadow.js";
+import type { Upstreams } from "./upstreams.js";
+import type { TokenUsage } from "./usage.js";
+
+/**
+ * One step of the request path. `true` hands the request on to the next phase; `false` means it
+ * has ended: a reply was sent (or the client left and there is no one to answer). A phase that
+ * must wait returns a promise of the same; a phase may also throw an `HttpError` or a
+ * `SluiceError`, which the runner sends as the reply.
+ */
+export type Phase = (ctx: RequestContext, gw: GatewayParts) => boolean | Promise<boolean>;
+
+/** The gateway's parts the phases use, built once by `Gateway`. */
+export interface GatewayParts {
+  readonly config: GatewayConfig;
+  readonly governor: Governor;
+  readonly metrics: PrometheusMetrics;
+  readonly log: Logger;
+  readonly auth: Authenticator;
+  readonly upstreams: Upstreams;
+  /** Every configured model by name (its lane). */
+  readonly models: ReadonlyMap<string, ModelConfig>;
+  /** The shadow-mode state of every model in shadow mode; enforce-mode models have none. */
+  readonly shadows: ReadonlyMap<string, ShadowLane>;
+  readonly bound: GatewayBound;
+  readonly buffers: BufferBudget;
+  /** Bounds a body streamed through gets while it is forwarded. */
+  readonly bodyLimits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
+  /** Set by `drain()`/`close()`: new requests get 503 `draining`. */
+  draining: boolean;
+}
+
+/** What the settle phase needs to know about the dispatch (filled by `phases/dispatch.ts`). */
+export interface DispatchResult {
+  status: number;
+  bytes: number;
+  usage: TokenUsage | undefined;
+  /** The upstream status that counted as overload, for metrics. */
+  overloadStatus: number | undefined;
+  /** Set when the client went away mid-call. */
+  clientGone: boolean;
+  error: string | undefined;
+}
+
+/** The options every Governor call of one request takes: the class asked for and the key. */
+export interface Claim {
+  readonly priority: Priority;
+  readonly key: string | undefined;
+}
+
+/** One proxied request, from its head to its settle line. */
+export class RequestContext {
+  /** `X-Sluice-Request-Id`: on the answer, the upstream request and the log line. */
+  readonly id: string = randomUUID();
+  /** `performance.now()` at arrival, for the request's duration. */
+  readonly started: number = performance.now();
+
+  // ---- who and what (authenticate, admit, parse) ----
+  /** Set by authenticate; undefined only when it refused. */
+  caller: Caller | undefined = undefined;
+  /**
+   * The lane: named before the body (the route, or `X-Sluice-Model`) or by `body.model`. May
+   * name an unknown model until admit/parse refuse it; only `model` is trusted.
+   */
+  lane: string | undefined;
+  /** The lane's model once it is known to be configured. */
+  model: ModelConfig | null = null;
+  /** Shadow-mode state of the model; null in enforce mode (and until the model is known). */
+  shadow: ShadowLane | null = null;
+  /**
+   * The class asked for (`X-Sluice-Priority`, default `default`). The Governor lowers it to the
+   * key's `max_priority`; the class the call ran as is `lease.priority`.
+   */
+  priority: Priority = "default";
+  /** Priority and key as the Governor takes them; set by admit, reused by every check. */
+  claim: Claim | null = null;
+
+  // ---- what it holds (admit, read body, wait) ----
+  /** Holds the gateway bound (taken by admit, given back by settle). */
+  admitted = false;
+  /** The buffered body (replayable to another pod), or null while it streams straight through. */
+  body: Buffer | null = null;
+  /** Bytes charged to the gateway's buffer budget, given back by settle. */
+  bodyBytes = 0;
+  /** `stream: true` in the body (SSE answer). */
+  stream = false;
+  /** Prompt estimate + max_tokens, for the lane's queue. */
+  tokens = 0;
+  /** The grant on the lane's path; set by wait, released by settle. */
+  lease: Lease | undefined = undefined;
+  /** Created only for a call that has to wait: most calls are granted at once. */
+  abort: AbortController | null = null;
+
+  // ---- how it ended (dispatch, any refusal, settle) ----
+  /** The client closed its connection before the answer was complete. */
+  clientGone = false;
+  result: DispatchResult | undefined = undefined;
+  /** The refusal sent, counted once by settle whoever sent it. */
+  refused: SluiceError | HttpError | undefined = undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    /** The request's path and query, forwarded as is. */
+    readonly path: string,
+    /** The model of the `routes[]` entry that matched, if any. */
+    readonly routed: string | undefined,
+    /** The client sent `Expect: 100-continue`: admission answers before the body is sent. */
+    readonly expectContinue: boolean,
+  ) {
+    this.lane = routed ?? headerOf(req, "x-sluice-model");
+    res.on("close", this.onClose);
+  }
+
+  /** The connection closed: before the answer was complete, the client left. */
+  readonly onClose = (): void => {
+    if (this.res.writableFinished) return;
+    this.clientGone = true;
+    this.abort?.abort(new Error("client disconnected"));
+  };
+}
+
+/** A header's value when it is one non-empty string. */
+export function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === "string" && v.length > 0 ? v : undefined;
+}
+
+/**
+ * Sets the request's model from `ctx.lane` (and its shadow state), or throws 404
+ * `unknown_model` naming where the name came from (`param`).
+ */
+export function resolveModel(ctx: RequestContext, gw: GatewayParts, param: string): ModelConfig {
+  const model = ctx.lane === undefined ? undefined : gw.models.get(ctx.lane);
+  if (model === undefined) throw unknownModel(ctx.lane ?? "", param);
+  ctx.model = model;
+  ctx.shadow = gw.shadows.get(model.name) ?? null;
+  return model;
+}
