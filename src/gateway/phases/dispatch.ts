@@ -1,5 +1,5 @@
 /**
- * Phase 6 (DESIGN §3.1): send the call to the pod the lease names, through that pod's keep-alive
+ * Phase 6: send the call to the pod the lease names, through that pod's keep-alive
  * undici pool, and stream the answer back byte for byte. A pod that refuses before starting the
  * call (connection refused or reset before any response byte, or an overload status) gets the
  * call re-dispatched to another pod within the lane's retry budget — only while the body can be
@@ -14,22 +14,11 @@ import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import { classifyOutcome } from "../../core/outcome.js";
+import type { DispatchResult, GatewayParts, RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
 import { flatResponseHeaders, type Upstreams } from "../upstreams.js";
-import { type TokenUsage, UsageTap } from "../usage.js";
+import { UsageTap } from "../usage.js";
 import { limitedBody } from "./read-body.js";
-
-/** What the settle phase needs to know about the dispatch. */
-export interface DispatchResult {
-  status: number;
-  bytes: number;
-  usage: TokenUsage | undefined;
-  /** The upstream status that counted as overload, for metrics. */
-  overloadStatus: number | undefined;
-  /** Set when the client went away mid-call. */
-  clientGone: boolean;
-  error: string | undefined;
-}
 
 export interface DispatchInput {
   req: IncomingMessage;
@@ -40,7 +29,7 @@ export interface DispatchInput {
   /** The buffered body (replayable), or null to stream `req` through. */
   body: Buffer | null;
   /** Bounds for a body streamed through. */
-  limits: { maxBodyBytes: number; bodyTimeoutMs: number };
+  limits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
   stream: boolean;
   /** Headers sluice adds to the answer. */
   extraHeaders: Record<string, string | number>;
@@ -49,9 +38,34 @@ export interface DispatchInput {
 const OVERLOAD = new Set([502, 503, 504, 529]);
 const CLIENT_GONE = new Error("client disconnected");
 
-/** Sends the call; resolves when the answer has been forwarded (or rejects with a client-side HttpError). */
-export function dispatch(upstreams: Upstreams, input: DispatchInput): Promise<DispatchResult> {
-  return new Promise((resolve, reject) => new Exchange(upstreams, input, resolve, reject).send());
+/**
+ * The phase: sends the call to the lease's pod (the fallback lane's when the first choice was
+ * tripped) and fills `ctx.result`. Resolves `false` once the answer has been forwarded (the
+ * request has ended), or rejects with the client-side `HttpError` (413/408) of a body streamed
+ * through.
+ */
+export function dispatch(ctx: RequestContext, gw: GatewayParts): Promise<boolean> {
+  const lease = ctx.lease!;
+  const input: DispatchInput = {
+    req: ctx.req,
+    res: ctx.res,
+    lease,
+    model: lease.lane,
+    path: ctx.path,
+    body: ctx.body,
+    limits: gw.bodyLimits,
+    stream: ctx.stream,
+    extraHeaders: {
+      "x-sluice-request-id": ctx.id,
+      "x-sluice-lane": lease.lane,
+      "x-sluice-priority": lease.priority,
+    },
+  };
+  return new Promise((resolve, reject) => {
+    const exchange = new Exchange(gw.upstreams, input, resolve, reject);
+    ctx.result = exchange.result;
+    exchange.send();
+  });
 }
 
 /** One call's trip upstream and back, as undici handler callbacks. */
@@ -77,7 +91,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   constructor(
     readonly upstreams: Upstreams,
     readonly input: DispatchInput,
-    readonly resolve: (r: DispatchResult) => void,
+    /** Called with `false` (the request has ended) once the answer is forwarded. */
+    readonly resolve: (next: false) => void,
     readonly reject: (e: unknown) => void,
   ) {
     this.#headers = upstreams.requestHeaders(input.req.headers, input.model, input.body?.length);
@@ -252,7 +267,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.#done) return;
     this.#done = true;
     this.input.res.off("close", this.#onClose);
-    this.resolve(this.result);
+    this.resolve(false);
   }
 }
 

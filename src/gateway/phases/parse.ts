@@ -1,13 +1,26 @@
 /**
- * Phase 4 (DESIGN §3.1): take what admission needs from an OpenAI-style JSON body — `model`,
- * `stream`, `max_tokens`, and an estimate of prompt tokens — and nothing else. The body is
- * forwarded as the bytes that arrived, never re-serialized.
+ * Phase 4: take what admission needs from an OpenAI-style JSON body — `model`, `stream`,
+ * `max_tokens`, and an estimate of prompt tokens — and nothing else. The body is forwarded as
+ * the bytes that arrived, never re-serialized. A body streamed through (lane known before it) is
+ * not parsed.
  *
- * `parse_permits` bounds how many bodies are parsed at once. In one Node process `JSON.parse` is
- * synchronous, so one parse runs at a time by construction and the permit count is a bound on
- * work queued for parsing, not on threads.
+ * What bounds parsing is the body phase, not a permit count: Node's `JSON.parse` is synchronous,
+ * so one body is parsed at a time by construction, and the bytes that can be waiting for it are
+ * bounded by `max_body_bytes` per request and `max_buffered_bytes` for all of them.
  */
+import { type GatewayParts, type RequestContext, resolveModel } from "../context.js";
 import { HttpError } from "../http-error.js";
+
+export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
+  const body = ctx.body;
+  if (body === null) return true; // streamed through: the lane was named before the body
+  const parsed = parseRequestBody(body, ctx.req.headers["content-type"]);
+  ctx.lane = parsed.model;
+  resolveModel(ctx, gw, "body.model");
+  ctx.stream = parsed.stream;
+  ctx.tokens = parsed.promptTokensEstimate + (parsed.maxTokens ?? 0);
+  return true;
+}
 
 export interface ParsedRequest {
   model: string;

@@ -1,13 +1,29 @@
 /**
- * Phase 3 (DESIGN §3.1): read the body within `max_body_bytes` for this request and
- * `max_buffered_bytes` for all requests together (413 past either). A declared
- * `Content-Length` over the bound is refused before one byte is read, and a body must arrive
- * within `body_timeout_s` of when reading starts (slowloris). A body streamed straight through
- * gets the same two bounds from {@link limitedBody} while it is forwarded.
+ * Phase 3: read the body within `max_body_bytes` for this request and `max_buffered_bytes` for
+ * all requests together (413 past either). A declared `Content-Length` over the bound is refused
+ * before one byte is read, and a body must arrive within `body_timeout_s` of when reading starts
+ * (slowloris). When the lane is already known (a route, or `X-Sluice-Model`) the body is not
+ * read here: it streams straight through at dispatch, with the same two bounds from
+ * {@link limitedBody}.
  */
 import type { IncomingMessage } from "node:http";
 import type { BufferBudget } from "../bounds.js";
+import type { GatewayParts, RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
+
+export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
+  const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
+  checkDeclaredLength(ctx.req, maxBodyBytes);
+  if (ctx.model !== null) return true; // streamed through
+  return bufferBody(ctx.req, maxBodyBytes, gw.buffers, bodyTimeoutMs, ctx);
+}
+
+/** Where a buffered body goes (the request context). */
+export interface BodyTarget {
+  body: Buffer | null;
+  /** Bytes charged to the buffer budget, for the caller to give back when the request ends. */
+  bodyBytes: number;
+}
 
 /** Refuses before reading when the declared length is already too large. */
 export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number): void {
@@ -33,15 +49,17 @@ export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number):
 }
 
 /**
- * Reads the whole body; charges its bytes to `budget` as they arrive (the caller gives them back
- * with `budget.used -= body.length` when the request ends, or on failure via the returned count).
+ * Reads the whole body into `into`, charging its bytes to `budget` as they arrive; resolves
+ * true. On success the caller gives `into.bodyBytes` back when the request ends; on failure they
+ * are given back here and the promise rejects with the 413/408 `HttpError`.
  */
-export function readBody(
+export function bufferBody(
   req: IncomingMessage,
   maxBodyBytes: number,
   budget: BufferBudget,
   bodyTimeoutMs: number,
-): Promise<Buffer> {
+  into: BodyTarget,
+): Promise<true> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -83,7 +101,9 @@ export function readBody(
     };
     const onEnd = () => {
       clearTimeout(timer);
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      into.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      into.bodyBytes = size;
+      resolve(true);
     };
     const onError = (error: Error) => fail(error);
     const onAborted = () => fail(new Error("client aborted the upload"));
