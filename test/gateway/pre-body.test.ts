@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
+  assertBadInput,
   assertNothingLeft,
   assertRefusal,
   chat,
@@ -159,6 +160,9 @@ describe("pre-body admission on the gateway-wide bound", SUITE, () => {
     // The same bound holds for an ordinary JSON call.
     const third = await chat(stack.url, "m");
     assertRefusal(third, 429, "queue_full");
+    // A bad class is bad input, answered before the bound is even looked at.
+    const bad = await chat(stack.url, "m", { headers: { "x-sluice-priority": "urgent" } });
+    assert.equal(assertBadInput(bad, 400, "bad_request").param, "header:x-sluice-priority");
 
     hold.abort();
     await Promise.all([first, second]);

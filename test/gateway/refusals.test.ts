@@ -278,6 +278,48 @@ describe("keys: authentication, key_limit and priority allowance", SUITE, () => 
     await assertNothingLeft(stack);
   });
 
+  test("an invalid X-Sluice-Priority is 400 naming the header and the classes, before the key or lane is counted", async () => {
+    stack.sims[0]!.setProfile({ serviceMs: 60_000 });
+    const hold = new AbortController();
+    const holding = chat(stack.url, "m", { headers: auth(TENANT), signal: hold.signal }).catch(
+      (e: unknown) => e,
+    );
+    await waitFor("the key's call to run", () => stack.sims[0]!.stats().running === 1);
+    const refusals = async () => {
+      const text = (await call(stack.url, "/metrics")).text;
+      const n = (reason: string) =>
+        Number(new RegExp(`^sluice_refusals_total\\{reason="${reason}"\\} (\\d+)`, "m").exec(text)?.[1]);
+      return { bad: n("bad_request"), keyLimit: n("key_limit"), full: n("queue_full") };
+    };
+    const before = await refusals();
+    const running = received(stack);
+    // The key is at its max_inflight: were it checked first, these would be 429 key_limit.
+    for (const headers of [
+      { ...auth(TENANT), "x-sluice-priority": "urgent" },
+      { ...auth(TENANT), "x-sluice-priority": "Interactive", "x-sluice-model": "m" },
+    ]) {
+      const a = await chat(stack.url, "m", { headers });
+      const e = assertBadInput(a, 400, "bad_request");
+      assert.equal(e.param, "header:x-sluice-priority");
+      assert.match(String(e.message), /X-Sluice-Priority must be interactive, default or bulk; got "/);
+    }
+    assert.deepEqual(await refusals(), { ...before, bad: before.bad + 2 });
+    assert.equal(received(stack), running, "nothing reached the pod");
+    const s = stack.gateway.governor.snapshot();
+    assert.deepEqual(
+      s.keys.map((k) => [k.key, k.inflight, k.queued]),
+      [
+        ["tenant", 1, 0],
+        ["batch", 0, 0],
+      ],
+      "only the held call is counted",
+    );
+    assert.deepEqual([s.lanes[0]!.inflight, s.lanes[0]!.queued], [1, 0]);
+    hold.abort();
+    await holding;
+    await assertNothingLeft(stack);
+  });
+
   test("a priority above the key's allowance is lowered to it, and the answer says so", async () => {
     stack.sims[0]!.setProfile({ serviceMs: 1, tokensPerSecond: 0 });
     const a = await chat(stack.url, "m", { headers: { ...auth(BATCH), "x-sluice-priority": "interactive" } });
