@@ -9,7 +9,13 @@ import { currentPriority } from "./context.js";
 import type { BreakerTransition } from "./core/breaker.js";
 import type { ArrivalBudget, ConcurrencyBudget } from "./core/budget.js";
 import { type Clock, systemClock } from "./core/clock.js";
-import { BreakerOpenError, ConfigError, KeyLimitError, type SluiceError } from "./core/errors.js";
+import {
+  BreakerOpenError,
+  ConfigError,
+  KeyLimitError,
+  QuotaPausedError,
+  type SluiceError,
+} from "./core/errors.js";
 import { Emitter, type Event } from "./core/events.js";
 import { Lane } from "./core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
@@ -146,8 +152,8 @@ export class Governor {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const pass = this.#passThrough.get(lane);
     if (pass !== undefined) return Promise.resolve(pass);
-    let laneState = this.#lanes.get(lane) ?? this.#createLane(lane, undefined, `lanes.${lane}`);
-    if (laneState === null) return Promise.resolve(this.#passThrough.get(lane)!);
+    const first = this.#lanes.get(lane) ?? this.#createLane(lane, undefined, `lanes.${lane}`);
+    if (first === null) return Promise.resolve(this.#passThrough.get(lane)!);
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority() ?? "default";
     const asked = rankOf(priority);
@@ -155,15 +161,8 @@ export class Governor {
     const key = this.#key(options.key);
     const rank = capped(asked, key);
     const now = this.#clock.now();
-    if (laneState.pods !== null && laneState.allTripped(now)) {
-      const fallback = laneState.settings.fallback;
-      if (fallback !== undefined) {
-        const fb = this.#lanes.get(fallback);
-        if (fb !== undefined) laneState = fb;
-      } else if (options.failFast) {
-        return Promise.reject(this.#breakerOpen(laneState, now));
-      }
-    }
+    const laneState = this.#route(first, now, options.failFast === true);
+    if (!(laneState instanceof Lane)) return Promise.reject(laneState);
     const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
     if (signal !== undefined) t.abort = { signal, detach: null };
     let admitted: "granted" | "queued";
@@ -195,7 +194,9 @@ export class Governor {
     if (laneState === undefined) return undefined;
     const key = this.#key(options.key);
     const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
-    return this.#scheduler.precheck(laneState, rank, key) ?? undefined;
+    const routed = this.#route(laneState, this.#clock.now(), false);
+    if (!(routed instanceof Lane)) return routed;
+    return this.#scheduler.precheck(routed, rank, key) ?? undefined;
   }
 
   /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
@@ -222,7 +223,8 @@ export class Governor {
   /**
    * A lease at once if a slot is free now, else `undefined` — nothing queued, refused or counted.
    * The gateway's fast path: only a call that must wait pays for an AbortSignal and a promise.
-   * Lanes whose pods are all tripped answer `undefined` (use `acquire` for fallback/failFast).
+   * Lanes whose pods are all tripped or paused answer `undefined` (use `acquire` for fallback,
+   * failFast and the quota refusal).
    */
   tryAcquire(lane: string, options: Omit<AcquireOptions, "signal" | "wait"> = {}): Lease | undefined {
     const pass = this.#passThrough.get(lane);
@@ -232,7 +234,7 @@ export class Governor {
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
     const key = this.#key(options.key);
     const now = this.#clock.now();
-    if (laneState.pods !== null && laneState.allTripped(now)) return undefined;
+    if (laneState.pods !== null && this.#route(laneState, now, false) !== laneState) return undefined;
     const t = new Ticket(laneState, capped(asked, key), options.arrivedAt ?? now, key);
     if (!this.#scheduler.grantIfFree(t, now)) return undefined;
     if (grantChannel.hasSubscribers) grantChannel.publish(t);
@@ -422,6 +424,28 @@ export class Governor {
     this.#scheduler.tick(now);
     this.#arm(now);
   };
+
+  /**
+   * Where a call for `lane` goes now. A lane whose pods are all tripped, or all held by a quota
+   * pause, sends its calls to its fallback lane. Without one: a quota pause is refused at once
+   * (`QuotaPausedError`, Retry-After = the pause left: waiting would only run into the queue
+   * timeout), tripped pods with `failFast` too (`BreakerOpenError`); otherwise the call waits.
+   */
+  #route(lane: Lane<Ticket>, now: number, failFast: boolean): Lane<Ticket> | SluiceError {
+    if (lane.pods === null) return lane;
+    const tripped = lane.allTripped(now);
+    const pausedMs = tripped ? undefined : lane.pausedFor(now);
+    if (!tripped && pausedMs === undefined) return lane;
+    const fallback =
+      lane.settings.fallback === undefined ? undefined : this.#lanes.get(lane.settings.fallback);
+    if (fallback !== undefined) return fallback;
+    if (pausedMs !== undefined) {
+      const error = new QuotaPausedError(lane.name, lane.pods.length, Math.max(1000, pausedMs));
+      if (this.#scheduler.onRefusal.size > 0) this.#scheduler.onRefusal.emit({ lane: lane.name, error });
+      return error;
+    }
+    return failFast ? this.#breakerOpen(lane, now) : lane;
+  }
 
   #breakerOpen(lane: Lane<Ticket>, now: number): SluiceError {
     let first: Pod | undefined;

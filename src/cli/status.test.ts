@@ -24,6 +24,7 @@ const SNAPSHOT: Snapshot = {
       wait_p90_s_5m: 171,
       queue_timeouts_5m: 2,
       saturated: true,
+      paused_s: 0,
     },
     {
       lane: "ocr",
@@ -39,6 +40,7 @@ const SNAPSHOT: Snapshot = {
       wait_p90_s_5m: 1.25,
       queue_timeouts_5m: 0,
       saturated: false,
+      paused_s: 0,
     },
   ],
   pods: [

@@ -43,6 +43,11 @@ export const DEFAULTS = {
     /** Cooldown growth per repeated trip. */
     backoffFactor: 2,
   },
+  /** Provider quota signals (a 429 with `Retry-After` or a rate-limit reset). */
+  quota: {
+    /** Longest a quota signal pauses a pod: a `Retry-After: 99999999` must not park it for years. */
+    maxPauseMs: 60_000,
+  },
   /** A library key (`GovernorOptions.keys`): the highest class it may claim, uncapped by default. */
   key: { maxPriority: "interactive" },
   /** The gateway (`sluice serve`) and the config keys only it reads. */

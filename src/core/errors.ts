@@ -14,6 +14,7 @@ export type SluiceErrorCode =
   | "key_limit"
   | "rate_limit"
   | "upstream_unavailable"
+  | "quota_paused"
   | "store_unavailable"
   | "draining"
   | "config_invalid";
@@ -138,6 +139,30 @@ export class BreakerOpenError extends SluiceError {
   }
 }
 
+/**
+ * Every pod of the lane is paused by its provider's quota signal (a 429 with `Retry-After` or a
+ * rate-limit reset): waiting would only run into the queue timeout, so the call is refused at once
+ * with the remaining pause as its Retry-After. Nothing was sent upstream.
+ */
+export class QuotaPausedError extends SluiceError {
+  static readonly CODES = ["quota_paused"];
+  readonly code = "quota_paused";
+  readonly httpStatus = 429;
+  override readonly name = "QuotaPausedError";
+
+  constructor(
+    readonly lane: string,
+    /** Pods of the lane, all paused. */
+    readonly pods: number,
+    /** Until the first pod's pause ends. */
+    readonly retryAfterMs: number,
+  ) {
+    super(
+      `every pod of lane ${lane} (${pods}) is paused by a provider quota signal; retry in ${retryAfterMs} ms`,
+    );
+  }
+}
+
 /** The fleet store cannot be reached and the configuration says to fail closed. */
 export class StoreUnavailableError extends SluiceError {
   static readonly CODES = ["store_unavailable"];
@@ -192,6 +217,9 @@ export const isKeyLimitError = (e: unknown): e is KeyLimitError => isSluiceError
 /** Guard for {@link BreakerOpenError}. */
 export const isBreakerOpenError = (e: unknown): e is BreakerOpenError =>
   isSluiceError(e) && e.code === "upstream_unavailable";
+/** Guard for {@link QuotaPausedError}. */
+export const isQuotaPausedError = (e: unknown): e is QuotaPausedError =>
+  isSluiceError(e) && e.code === "quota_paused";
 /** Guard for {@link ConfigError}. */
 export const isConfigError = (e: unknown): e is ConfigError =>
   isSluiceError(e) && e.code === "config_invalid";

@@ -155,6 +155,22 @@ export class Lane<T extends QueueNode = QueueNode> {
     return true;
   }
 
+  /**
+   * When no pod can take a call because each is either paused by a quota signal or tripped, and
+   * at least one is paused: the ms until the first pause ends. Undefined otherwise.
+   */
+  pausedFor(nowMs: number): number | undefined {
+    if (this.pods === null || this.pods.length === 0) return undefined;
+    let first: number | undefined;
+    for (const pod of this.pods) {
+      if (pod.quotaUntil > nowMs) {
+        const left = pod.quotaUntil - nowMs;
+        if (first === undefined || left < first) first = left;
+      } else if (!pod.breaker.isTripped(nowMs)) return undefined;
+    }
+    return first;
+  }
+
   /** Keeps `queuedSince` in step with the queue (call after any change to it). */
   noteQueue(nowMs: number): void {
     if (this.queue.size === 0) this.queuedSince = undefined;

@@ -6,6 +6,7 @@
 import { AimdWidth, FixedWidth, type WidthAlgorithm } from "./aimd.js";
 import { Breaker, type BreakerOptions, type BreakerTransition } from "./breaker.js";
 import type { Budget, BudgetState } from "./budget.js";
+import { DEFAULTS } from "./defaults.js";
 import type { Outcome } from "./outcome.js";
 import type { Rank } from "./priority.js";
 
@@ -37,8 +38,12 @@ export interface PodVerdict {
  */
 export class Pod implements Budget {
   inflight = 0;
-  /** A quota signal (429 with a reset) pauses dispatch until this time. */
+  /** No dispatch before this time: a quota pause, or a floor-held pod's rest after a refusal. */
   pausedUntil = 0;
+  /** The provider's quota pause alone (a 429 with a reset), capped at `maxQuotaPauseMs`. */
+  quotaUntil = 0;
+  /** Cap on one quota pause. */
+  maxQuotaPauseMs: number = DEFAULTS.quota.maxPauseMs;
   readonly width: WidthAlgorithm;
   readonly breaker: Breaker;
   /** The pod's part of a path: itself, then its GPU group if it has one. */
@@ -126,7 +131,9 @@ export class Pod implements Budget {
         verdict.breakerOpened = this.breaker.onFailure(nowMs, probe, mayOpen);
         break;
       case "quota":
-        this.pausedUntil = Math.max(this.pausedUntil, nowMs + outcome.resetMs);
+        // Capped: a provider's `Retry-After: 99999999` must not park the pod for years.
+        this.quotaUntil = Math.max(this.quotaUntil, nowMs + Math.min(outcome.resetMs, this.maxQuotaPauseMs));
+        this.pausedUntil = Math.max(this.pausedUntil, this.quotaUntil);
         if (probe) this.breaker.onProbeAbandoned();
         break;
       case "ignore":

@@ -23,6 +23,8 @@ export interface LaneSnapshot {
   queue_timeouts_5m: number;
   /** `queued > 0` held continuously for ≥ 60 s. */
   saturated: boolean;
+  /** Seconds until the first pod's quota pause ends while every pod is paused (calls are refused `quota_paused`); 0 otherwise. */
+  paused_s: number;
 }
 
 export interface PodSnapshot {
@@ -86,6 +88,7 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
     wait_p90_s_5m: seconds(lane.waits.quantile(0.9, nowMs)),
     queue_timeouts_5m: lane.timeouts.events(nowMs),
     saturated: lane.queuedSince !== undefined && nowMs - lane.queuedSince >= SATURATED_AFTER_MS,
+    paused_s: seconds(lane.pausedFor(nowMs) ?? 0),
   };
 }
 
@@ -103,7 +106,7 @@ export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapsh
     breaker: state.kind,
     reopens_in_s: reopen === undefined ? 0 : seconds(Math.max(0, reopen - nowMs)),
     trips: state.kind === "closed" ? 0 : state.trips,
-    paused_s: seconds(Math.max(0, pod.pausedUntil - nowMs)),
+    paused_s: seconds(Math.max(0, pod.quotaUntil - nowMs)),
   };
 }
 

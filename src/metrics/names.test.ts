@@ -60,6 +60,7 @@ describe("writeSnapshotGauges", () => {
           wait_p90_s_5m: 0,
           queue_timeouts_5m: 0,
           saturated: false,
+          paused_s: 0,
         },
       ],
       pods: [

@@ -238,42 +238,6 @@ describe("breaker and adaptive width together (DESIGN §1.4)", () => {
   });
 });
 
-describe("quota signals", () => {
-  test("a 429 with retryAfterMs pauses the pod until the reset and does not cut its width", async () => {
-    const r = rig({ limit: 16, reserve: 0, pods: pods(1, 16) });
-    const leases = await acquireNow(r.gov, 10);
-    leases[0]!.failed({ status: 429, retryAfterMs: 2_000 });
-    assert.equal(r.pod("p0").width, 16);
-    assert.equal(r.pod("p0").breaker, "closed");
-    assert.equal(r.pod("p0").paused_s, 2);
-    for (const lease of leases) lease.release();
-    const w = watch(r.gov.acquire(LANE));
-    r.clock.advance(1_999);
-    await flush();
-    assert.equal(w.lease, undefined, "paused: nothing dispatched before the reset");
-    r.clock.advance(1);
-    await flush();
-    assert.ok(w.lease !== undefined, "dispatched at the reset");
-  });
-
-  test("a 429 with a Retry-After header pauses the pod the same way", async () => {
-    const r = rig({ limit: 16, pods: pods(1, 16) });
-    const [lease] = await acquireNow(r.gov, 1);
-    lease!.failed({ status: 429, headers: { "retry-after": "3" } });
-    assert.equal(r.pod("p0").paused_s, 3);
-    assert.equal(r.pod("p0").width, 16);
-  });
-
-  test("while one pod is paused for quota, calls go to the others", async () => {
-    const r = rig({ limit: 32, pods: pods(2, 16) });
-    const [lease] = await acquireNow(r.gov, 1);
-    const paused = lease!.pod!;
-    lease!.failed({ status: 429, retryAfterMs: 5_000 });
-    const next = await acquireNow(r.gov, 10);
-    assert.ok(next.every((l) => l.pod !== paused));
-  });
-});
-
 describe("at most half of a lane's pods open at once", () => {
   test("with four pods refusing everything, two open and two stay closed", async () => {
     const r = rig({

@@ -1,0 +1,112 @@
+/**
+ * Every error sluice raises on purpose, from one table (STYLE G5, after undici's test/errors.js):
+ * its code (equal to the gateway's refusal code), HTTP status, name, that `instanceof` and the
+ * guard agree, that a second package copy's error (same brand and code, another class) is still
+ * recognised, and that the message carries the numbers (STYLE G6).
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  BreakerOpenError,
+  ConfigError,
+  isBreakerOpenError,
+  isConfigError,
+  isKeyLimitError,
+  isQueueFullError,
+  isQueueTimeoutError,
+  isQuotaPausedError,
+  isSluiceError,
+  KeyLimitError,
+  QueueFullError,
+  QueueTimeoutError,
+  QuotaPausedError,
+  SluiceError,
+  StoreUnavailableError,
+  TimeoutError,
+} from "./errors.js";
+
+const table = [
+  {
+    error: new QueueFullError("chat", 4, 8, 8, 4, 2500, "full"),
+    cls: QueueFullError,
+    guard: isQueueFullError,
+    code: "queue_full",
+    status: 429,
+    numbers: ["4 in flight", "8/8", "2500"],
+  },
+  {
+    error: new QueueTimeoutError("chat", 30_000, 3, 1000),
+    cls: QueueTimeoutError,
+    guard: isQueueTimeoutError,
+    code: "queue_timeout",
+    status: 503,
+    numbers: ["30000", "3"],
+  },
+  {
+    error: new KeyLimitError("team-a", 2, 1, 3, 1000),
+    cls: KeyLimitError,
+    guard: isKeyLimitError,
+    code: "key_limit",
+    status: 429,
+    numbers: ["team-a", "3"],
+  },
+  {
+    error: new BreakerOpenError("chat", "http://pod:8000", 4000),
+    cls: BreakerOpenError,
+    guard: isBreakerOpenError,
+    code: "upstream_unavailable",
+    status: 503,
+    numbers: ["4000"],
+  },
+  {
+    error: new QuotaPausedError("chat", 2, 7000),
+    cls: QuotaPausedError,
+    guard: isQuotaPausedError,
+    code: "quota_paused",
+    status: 429,
+    numbers: ["(2)", "7000"],
+  },
+  {
+    error: new StoreUnavailableError("redis down"),
+    cls: StoreUnavailableError,
+    guard: isSluiceError,
+    code: "store_unavailable",
+    status: 503,
+    numbers: ["redis down"],
+  },
+  {
+    error: new ConfigError("lanes.chat.reserve", "a whole number ≥ 0", -1),
+    cls: ConfigError,
+    guard: isConfigError,
+    code: "config_invalid",
+    status: 500,
+    numbers: ["lanes.chat.reserve", "-1"],
+  },
+] as const;
+
+describe("errors, from one table", () => {
+  for (const row of table) {
+    test(`${row.cls.name}: code ${row.code}, status ${row.status}, instanceof and guard agree, numbers in the message`, () => {
+      const e = row.error as SluiceError;
+      assert.equal(e.code, row.code);
+      assert.equal(e.httpStatus, row.status);
+      assert.equal(e.name, row.cls.name);
+      assert.ok(e instanceof row.cls && e instanceof SluiceError && e instanceof Error);
+      assert.ok((row.guard as (x: unknown) => boolean)(e));
+      for (const n of row.numbers) assert.ok(e.message.includes(n), `"${e.message}" carries ${n}`);
+      // Another copy of the package: same brand and code, a different class object.
+      const foreign = Object.assign(Object.create(Error.prototype), {
+        code: row.code,
+        [Symbol.for("sluice.error")]: true,
+      });
+      assert.ok(foreign instanceof row.cls, "recognised across package copies");
+      for (const other of table)
+        if (other.code !== row.code) assert.ok(!(e instanceof other.cls), `not a ${other.cls.name}`);
+    });
+  }
+
+  test("a queue timeout is a TimeoutError; a plain Error is no SluiceError", () => {
+    assert.ok(new QueueTimeoutError("chat", 1, 1, 1000) instanceof TimeoutError);
+    assert.ok(!isSluiceError(new Error("x")) && !(new Error("x") instanceof SluiceError));
+  });
+});
