@@ -1,14 +1,15 @@
 /**
  * Checks that span keys: unique names and digests, references to models (with a "did you mean"),
- * fallback loops, pods shared between models, routes that would shadow the gateway's own paths.
- * Each problem names the key to fix.
+ * fallback loops, pods shared between models, routes that would shadow the gateway's own paths,
+ * metrics settings with nothing to read, upstream keys missing from the environment. Each problem
+ * names the key to fix.
  */
-import { formatPath, type Issue, type Segment } from "./issues.js";
+import { ConfigErrors, formatPath, type Issue, type Segment, toConfigError } from "./issues.js";
 import type { RawConfig, RawModel } from "./raw.js";
-import type { ConfigWarning, ModelConfig } from "./schema.js";
 import { nearestKey } from "./suggest.js";
+import type { ConfigWarning, GatewayConfig, ModelConfig } from "./types.js";
 
-/** Paths the gateway serves itself; a `routes[].match` may not capture them (DESIGN §3.3). */
+/** Paths the gateway serves itself; a `routes[].match` may not capture them. */
 const RESERVED_PATHS = ["/v1/", "/healthz", "/readyz", "/metrics", "/api/telemetry/"];
 
 /** Collects problems and warnings while a config is checked. */
@@ -103,6 +104,77 @@ export function checkPodsAcrossModels(c: Checker, models: readonly ModelConfig[]
       }
     });
   });
+}
+
+/**
+ * Metrics polling acts only through a pod's `metrics_url` and only on an adaptive width: a
+ * `max_waiting`/`metrics_poll_s` with no `metrics_url` to read, or a `metrics_url` under
+ * `adaptive: false`, would be accepted and change nothing, so each is refused.
+ */
+export function checkMetricsPolling(c: Checker, models: readonly RawModel[]): void {
+  models.forEach((m, i) => {
+    const polled = m.pods.some((p) => p.metrics_url !== undefined);
+    if (m.adaptive === false) {
+      m.pods.forEach((p, j) => {
+        if (p.metrics_url === undefined) return;
+        c.error(
+          ["models", i, "pods", j, "metrics_url"],
+          "no metrics_url while the model's adaptive is false",
+          p.metrics_url,
+          "a pod's metrics only narrow its adaptive width; remove metrics_url or turn adaptive on",
+        );
+      });
+      return;
+    }
+    if (polled) return;
+    for (const key of ["max_waiting", "metrics_poll_s"] as const) {
+      const value = m.adaptive[key];
+      if (value === undefined) continue;
+      c.error(
+        ["models", i, "adaptive", key],
+        "a pod of this model with a metrics_url",
+        key === "metrics_poll_s" ? value / 1000 : value,
+        `${key} applies to the metrics read from pods[].metrics_url, and no pod of this model has one; add metrics_url or remove ${key}`,
+      );
+    }
+  });
+}
+
+/**
+ * Every `upstream_api_key_env` names a variable set (non-empty) in `env`: otherwise the gateway
+ * would forward calls without the upstream key and every one would fail at the provider.
+ */
+export function checkUpstreamKeys(
+  c: Checker,
+  models: readonly Pick<ModelConfig, "name" | "upstreamApiKeyEnv">[],
+  env: Readonly<Record<string, string | undefined>>,
+): void {
+  models.forEach((m, i) => {
+    const name = m.upstreamApiKeyEnv;
+    if (name === undefined || (env[name] ?? "") !== "") return;
+    c.error(
+      ["models", i, "upstream_api_key_env"],
+      "the name of an environment variable that is set",
+      name,
+      `model ${m.name} sends its upstream key from ${name}, which is not set in sluice's environment; set it before starting`,
+    );
+  });
+}
+
+/**
+ * For a config parsed without `env` (the library path): refuses it when a model's
+ * `upstream_api_key_env` is unset or empty in `env`, naming the model and the variable. The
+ * gateway calls it with the environment it will read keys from.
+ *
+ * @throws ConfigErrors listing every model whose variable is missing.
+ */
+export function assertUpstreamKeys(
+  config: Pick<GatewayConfig, "models">,
+  env: Readonly<Record<string, string | undefined>>,
+): void {
+  const c = new Checker(() => {});
+  checkUpstreamKeys(c, config.models, env);
+  if (c.issues.length > 0) throw new ConfigErrors(c.issues.map((issue) => toConfigError(issue)));
 }
 
 /** Routes are unique, leave the gateway's own paths alone and name existing models. */

@@ -1,11 +1,13 @@
 /**
- * The gateway configuration (DESIGN §3.4): YAML or JSON → validated, normalized
- * {@link GatewayConfig}. Reference: `docs/config.md`.
+ * The gateway configuration: YAML or JSON → validated, normalized {@link GatewayConfig}, with its
+ * warnings. Reference: `docs/config.md`.
  */
+
+export { DEFAULTS } from "../core/defaults.js";
+export { assertUpstreamKeys } from "./checks.js";
 export { DEMO_CONFIG_YAML, type DemoFleet, demoConfig } from "./demo.js";
 export { ConfigErrors } from "./issues.js";
 export { loadConfigFile, loadConfigText, resolveConfigPath } from "./load.js";
-export { DEFAULTS } from "./raw.js";
 export type {
   AccountConfig,
   AdaptiveConfig,
@@ -16,12 +18,10 @@ export type {
   BreakerConfig,
   ClientKeyConfig,
   ConfigWarning,
-  FleetConfig,
   GatewayConfig,
   GpuGroupConfig,
   LogLevel,
   ModelConfig,
-  OnStoreError,
   ParseOptions,
   PodConfig,
   RouteConfig,

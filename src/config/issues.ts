@@ -19,6 +19,8 @@ export interface Issue {
   readonly hint?: string;
   /** Set when the key itself is the problem (not allowed here), rather than its value. */
   readonly unknownKey?: boolean;
+  /** Set when the key names a feature that is not built yet: the feature, e.g. "fleet mode (Redis store)". */
+  readonly notBuilt?: string;
 }
 
 /**
@@ -66,6 +68,9 @@ export function toConfigError(issue: Issue, where?: string): ConfigError {
   const path = formatPath(issue.segments);
   const error = new ConfigError(path, issue.expected, issue.received, issue.hint);
   if (issue.unknownKey) error.message = `${path}: unknown key${issue.hint ? ` (${issue.hint})` : ""}`;
+  if (issue.notBuilt !== undefined) {
+    error.message = `${path}: ${issue.notBuilt} is not built yet${issue.hint ? `; ${issue.hint}` : ""}`;
+  }
   if (where !== undefined) error.message += ` (at ${where})`;
   return error;
 }
@@ -102,6 +107,7 @@ export function strictErrors(
 export interface LeafParams {
   expected: string;
   hint?: string;
+  notBuilt?: string;
 }
 
 /** Our issues for one zod issue (an object with two unknown keys gives two). */
@@ -119,8 +125,16 @@ export function fromZodIssue(iss: z.core.$ZodIssue): Issue[] {
     }));
   }
   if (iss.code === "custom" && iss.params !== undefined && "expected" in iss.params) {
-    const { expected, hint } = iss.params as LeafParams;
-    return [{ segments, expected, received, ...(hint === undefined ? {} : { hint }) }];
+    const { expected, hint, notBuilt } = iss.params as LeafParams;
+    return [
+      {
+        segments,
+        expected,
+        received,
+        ...(hint === undefined ? {} : { hint }),
+        ...(notBuilt === undefined ? {} : { notBuilt }),
+      },
+    ];
   }
   if (iss.message.startsWith(EXPECTED_TAG)) {
     return [{ segments, expected: iss.message.slice(EXPECTED_TAG.length), received }];
@@ -140,7 +154,19 @@ export function fromZodIssue(iss: z.core.$ZodIssue): Issue[] {
 // Plaintext secrets get a pointed answer: the config holds only SHA-256 digests and env var names.
 const SECRET_KEYS = new Set(["key", "api_key", "apikey", "secret", "token", "password", "bearer"]);
 
+/**
+ * Keys that existed once and were removed, with why: a config that still has one is told what
+ * happened instead of "did you mean".
+ */
+const REMOVED_KEYS: Readonly<Record<string, string>> = {
+  parse_permits:
+    "removed: Node parses JSON synchronously on one thread, so parsing is already serialized; " +
+    "what bounds parsing is admission.max_body_bytes (per request) and admission.max_buffered_bytes (all at once)",
+};
+
 function unknownKeyHint(key: string, known: readonly string[]): string {
+  const removed = Object.hasOwn(REMOVED_KEYS, key) ? REMOVED_KEYS[key] : undefined;
+  if (removed !== undefined) return removed;
   if (SECRET_KEYS.has(key.toLowerCase())) {
     return known.includes("sha256")
       ? 'a config never holds a plaintext key: store its SHA-256 hex digest under "sha256" (printf %s "$KEY" | sha256sum)'

@@ -16,6 +16,10 @@ class Bad {
   constructor(
     readonly expected: string,
     readonly hint?: string,
+    /** Set when the key names a feature that is not built yet (see {@link notBuilt}). */
+    readonly notBuilt?: string,
+    /** What to report as received instead of the value (a URL without its password). */
+    readonly shown?: unknown,
   ) {}
 }
 
@@ -24,14 +28,21 @@ export function fail(expected: string, hint?: string): never {
   throw new Bad(expected, hint);
 }
 
+/** Rejects the value because `feature` is not built yet; `instead` says what to do meanwhile. */
+function failNotBuilt(feature: string, instead: string, shown?: unknown): never {
+  throw new Bad(`no value: ${feature} is not built yet`, instead, feature, shown);
+}
+
 function run<T>(check: Check<T>, value: unknown, ctx: z.core.$RefinementCtx): T {
   try {
     return check(value);
   } catch (e) {
     if (!(e instanceof Bad) && !isConfigError(e)) throw e;
-    const params: LeafParams =
-      e.hint === undefined ? { expected: e.expected } : { expected: e.expected, hint: e.hint };
-    ctx.issues.push({ code: "custom", input: value, message: params.expected, params });
+    const params: LeafParams = { expected: e.expected };
+    if (e.hint !== undefined) params.hint = e.hint;
+    if (e instanceof Bad && e.notBuilt !== undefined) params.notBuilt = e.notBuilt;
+    const input = e instanceof Bad && e.shown !== undefined ? e.shown : value;
+    ctx.issues.push({ code: "custom", input, message: params.expected, params });
     return z.NEVER;
   }
 }
@@ -157,12 +168,32 @@ export const listen: Check<{ host: string; port: number }> = (v) => {
   return { host, port };
 };
 
-/** The fleet store: `memory`, or a `redis://` / `rediss://` URL. */
-export type StoreConfig = { readonly kind: "memory" } | { readonly kind: "redis"; readonly url: string };
+/**
+ * A key kept for a feature that is not built yet: leaving it out is fine, any value is refused
+ * with an error that says so and what to do instead (never accepted and silently ignored).
+ */
+export const notBuilt = (feature: string, instead: string) =>
+  optional<undefined>(() => failNotBuilt(feature, instead));
 
-/** `memory` or a redis URL. */
+/** Where budgets live: only `memory` (one process) is built. */
+export type StoreConfig = { readonly kind: "memory" };
+
+/** `memory`; a Redis URL is refused as not built yet (its password is not echoed). */
 export const store: Check<StoreConfig> = (v) => {
   if (v === "memory") return { kind: "memory" };
-  if (typeof v === "string" && /^rediss?:\/\//.test(v) && URL.canParse(v)) return { kind: "redis", url: v };
-  return fail("memory or a redis:// (rediss://) URL");
+  if (typeof v === "string" && /^rediss?:\/\//.test(v)) {
+    return failNotBuilt(
+      "fleet mode (Redis store)",
+      "use store: memory; one gateway process then holds every budget",
+      withoutPassword(v),
+    );
+  }
+  return fail("memory");
 };
+
+function withoutPassword(url: string): string {
+  if (!URL.canParse(url)) return url.replace(/\/\/[^@/]*@/, "//***@");
+  const u = new URL(url);
+  if (u.password !== "") u.password = "***";
+  return u.href;
+}

@@ -1,35 +1,47 @@
 /**
  * From the config as written (`RawConfig`, shape already checked) to {@link GatewayConfig}: defaults
- * that depend on other keys, camelCase, and the checks that span keys (`checks.ts`). Every problem
+ * that depend on other keys (from the one table, `core/defaults.ts`), camelCase, the checks that
+ * span keys (`checks.ts`) and the warnings about unreachable bounds (`reach.ts`). Every problem
  * names the key to fix.
  */
-import { availableParallelism } from "node:os";
+import { DEFAULTS } from "../core/defaults.js";
+import { clampReserve, defaultQueueLimit } from "../core/options.js";
 import {
   Checker,
   checkFallbacks,
   checkKeys,
+  checkMetricsPolling,
   checkModelNames,
   checkPodsAcrossModels,
   checkRoutes,
+  checkUpstreamKeys,
   refersToModel,
   validName,
 } from "./checks.js";
 import { formatPath } from "./issues.js";
-import { DEFAULTS, type RawConfig, type RawModel } from "./raw.js";
+import type { RawConfig, RawModel } from "./raw.js";
+import { warnUnreachable } from "./reach.js";
+import { nearestKey } from "./suggest.js";
 import type {
   AccountConfig,
   ConfigWarning,
   GatewayConfig,
   GpuGroupConfig,
   ModelConfig,
+  ParseOptions,
   PodConfig,
   Validation,
-} from "./schema.js";
-import { nearestKey } from "./suggest.js";
+} from "./types.js";
 
-/** Resolves derived defaults and checks the keys against each other. */
-export function normalize(raw: RawConfig, onWarning: (w: ConfigWarning) => void = () => {}): Validation {
-  const c = new Checker(onWarning);
+const G = DEFAULTS.gateway;
+
+/** Resolves derived defaults, checks the keys against each other and collects the warnings. */
+export function normalize(raw: RawConfig, options: ParseOptions = {}): Validation {
+  const warnings: ConfigWarning[] = [];
+  const c = new Checker((w) => {
+    warnings.push(w);
+    options.onWarning?.(w);
+  });
   const { admission: a } = raw;
   if (a.max_buffered_bytes < a.max_body_bytes) {
     c.error(
@@ -46,27 +58,25 @@ export function normalize(raw: RawConfig, onWarning: (w: ConfigWarning) => void 
   const names = checkModelNames(c, raw.models);
   checkFallbacks(c, raw.models, names);
   checkPodsAcrossModels(c, models);
+  checkMetricsPolling(c, raw.models);
+  if (options.env !== undefined) checkUpstreamKeys(c, models, options.env);
   checkRoutes(c, raw.routes, names);
   const gpuGroups = groups(c, raw, models);
   const accounts = accountsOf(c, raw, names);
   if (c.issues.length > 0) return { ok: false, issues: c.issues };
 
+  const maxConcurrency = a.max_concurrency ?? G.maxConcurrency;
   const config: GatewayConfig = {
     listen: { ...raw.listen },
-    store: { ...raw.store },
-    fleet: {
-      leaseTtlMs: raw.fleet.lease_ttl_s,
-      onStoreError: raw.fleet.on_store_error,
-      expectedReplicas: raw.fleet.expected_replicas,
-    },
+    store: raw.store,
     admission: {
       mode: a.mode,
-      maxConcurrency: a.max_concurrency,
-      maxQueued: a.max_queued === 0 ? a.max_concurrency : a.max_queued,
+      maxConcurrency,
+      // 0 (the default) = the same as max_concurrency.
+      maxQueued: a.max_queued || maxConcurrency,
       queueTimeoutMs: a.queue_timeout_s,
       maxBodyBytes: a.max_body_bytes,
       maxBufferedBytes: a.max_buffered_bytes,
-      parsePermits: a.parse_permits === 0 ? availableParallelism() : a.parse_permits,
       headerTimeoutMs: a.header_timeout_s,
       bodyTimeoutMs: a.body_timeout_s,
       agingMs: a.aging_s,
@@ -86,8 +96,10 @@ export function normalize(raw: RawConfig, onWarning: (w: ConfigWarning) => void 
     gpuGroups,
     accounts,
     log: { level: raw.log.level },
+    warnings: [],
   };
-  return { ok: true, config };
+  warnUnreachable(c, raw, config);
+  return { ok: true, config: { ...config, warnings: warnings.map((w) => `${w.path}: ${w.message}`) } };
 }
 
 // Pod max_inflight defaults to the model's limit; the model's limit defaults to the sum of what its
@@ -95,7 +107,7 @@ export function normalize(raw: RawConfig, onWarning: (w: ConfigWarning) => void 
 function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig {
   const at = ["models", i];
   const stated = m.pods.some((p) => p.max_inflight !== undefined);
-  const podDefault = m.max_concurrent_requests || DEFAULTS.maxInflight;
+  const podDefault = m.max_concurrent_requests || G.maxInflight;
   const pods: PodConfig[] = m.pods.map((p) => ({
     url: p.url,
     maxInflight: p.max_inflight ?? podDefault,
@@ -103,9 +115,9 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     ...(p.metrics_url === undefined ? {} : { metricsUrl: p.metrics_url }),
   }));
   const podSum = pods.reduce((sum, p) => sum + p.maxInflight, 0);
-  const limit = m.max_concurrent_requests ?? (stated ? podSum : DEFAULTS.maxInflight);
-  // DESIGN §1.1: the reserve is clamped to limit − 1, so at least one slot serves every class.
-  const reserve = Math.min(m.reserve, Math.max(0, limit - 1));
+  const limit = m.max_concurrent_requests ?? (stated ? podSum : G.maxInflight);
+  // The reserve rule of the core: at most limit − 1, so at least one slot serves every class.
+  const reserve = clampReserve(m.reserve, limit);
   if (reserve < m.reserve) {
     c.warn({
       path: formatPath([...at, "reserve"]),
@@ -152,10 +164,8 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     maxConcurrentRequests: limit,
     reserve,
     // An unbounded lane (0) still queues for its pods: size the queue from them.
-    queueLimit: m.queue_limit ?? DEFAULTS.queueLimitFactor * (limit || podSum),
+    queueLimit: m.queue_limit ?? defaultQueueLimit(limit || podSum),
     queueTimeoutMs: m.queue_timeout_s ?? raw.admission.queue_timeout_s,
-    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
-    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
     mode: m.mode ?? raw.admission.mode,
@@ -165,8 +175,8 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
         ? false
         : {
             floor: m.adaptive.floor,
-            maxWaiting: m.adaptive.max_waiting,
-            metricsPollMs: m.adaptive.metrics_poll_s,
+            maxWaiting: m.adaptive.max_waiting ?? G.maxWaiting,
+            metricsPollMs: m.adaptive.metrics_poll_s ?? G.metricsPollMs,
           },
     breaker: {
       failThreshold: b.fail_threshold,
@@ -208,12 +218,7 @@ function accountsOf(c: Checker, raw: RawConfig, names: Map<string, number>): Rec
       if (other !== undefined) c.error(at, `a model not already in ${formatPath(["accounts", other])}`, name);
       else accountOf.set(name, account);
     });
-    out[account] = {
-      ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
-      ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
-      ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
-      models: [...a.models],
-    };
+    out[account] = { maxInflight: a.max_inflight, models: [...a.models] };
   }
   return out;
 }

@@ -1,10 +1,13 @@
 /**
- * The config as operators write it (DESIGN §3.4): snake_case keys, strict objects (an unknown key is
- * an error with a "did you mean"), scalars already converted to bytes and milliseconds, constant
- * defaults applied. Defaults that depend on other keys (a model's `queue_limit`, a pod's
- * `gpu_group`, …) and the checks across keys are applied afterwards, in `normalize.ts`.
+ * The config as operators write it: snake_case keys, strict objects (an unknown key is an error
+ * with a "did you mean"), scalars already converted to bytes and milliseconds, constant defaults
+ * applied from the one table (`core/defaults.ts`). Defaults that depend on other keys (a model's
+ * `queue_limit`, a pod's `gpu_group`, …), the ones whose absence a warning needs to see, and the
+ * checks across keys are applied afterwards, in `normalize.ts`. A key of a feature that is not
+ * built yet is refused with an error that says so (`notBuilt`).
  */
 import { z } from "zod";
+import { DEFAULTS } from "../core/defaults.js";
 import { PRIORITIES } from "../core/priority.js";
 import { expecting, strictErrors } from "./issues.js";
 import {
@@ -16,10 +19,10 @@ import {
   int,
   listen,
   name,
+  notBuilt,
   oneOf,
   optional,
   pathPrefix,
-  positive,
   required,
   sha256,
   size,
@@ -27,44 +30,16 @@ import {
   withDefault,
 } from "./leaves.js";
 
-const MiB = 2 ** 20;
+const G = DEFAULTS.gateway;
 
-/** Every constant default, in output units (ms, bytes). `docs/config.md` lists the same values. */
-export const DEFAULTS = {
-  listen: { host: "127.0.0.1", port: 8080 },
-  leaseTtlMs: 15_000,
-  onStoreError: "local",
-  expectedReplicas: 2,
-  mode: "enforce",
-  maxConcurrency: 32,
-  maxQueued: 0,
-  queueTimeoutMs: 30_000,
-  maxBodyBytes: 20 * MiB,
-  maxBufferedBytes: 256 * MiB,
-  parsePermits: 0,
-  headerTimeoutMs: 10_000,
-  bodyTimeoutMs: 30_000,
-  agingMs: 60_000,
-  /** A model's `max_concurrent_requests`, and a pod's `max_inflight`, when nothing says otherwise. */
-  maxInflight: 32,
-  reserve: 1,
-  /** A model's `queue_limit` is this many times its `max_concurrent_requests`. */
-  queueLimitFactor: 4,
-  floor: 4,
-  maxWaiting: 5,
-  metricsPollMs: 1000,
-  failThreshold: 1,
-  baseCooldownMs: 500,
-  maxCooldownMs: 30_000,
-  backoffFactor: 2,
-  maxPriority: "default",
-  logLevel: "info",
-} as const;
+// Why each not-built key is refused, and what bounds the same thing today.
+const TOKEN_BUDGET = "the token budget (tpm)";
+const REQUEST_BUDGET = "the request budget (rpm)";
+const MEANWHILE_MODEL = "remove it; max_concurrent_requests bounds this model's calls in flight meanwhile";
+const MEANWHILE_ACCOUNT = "remove it; max_inflight bounds the account's calls in flight meanwhile";
 
 /** Admission and per-model enforcement: `shadow` counts and logs what would be refused, refuses nothing. */
 export const MODES = ["enforce", "shadow"] as const;
-/** What a replica does when the fleet store is unreachable (DESIGN §5). */
-export const ON_STORE_ERROR = ["local", "open", "closed"] as const;
 /** pino levels. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
@@ -89,27 +64,18 @@ const optionalList = <T extends z.ZodType>(item: T, what: string) =>
 const mapping = <T extends z.ZodType>(value: T, what: string) =>
   z.preprocess((v) => v ?? {}, z.record(z.string(), value, expecting(what)));
 
-const fleet = section(
-  {
-    lease_ttl_s: withDefault(duration(), DEFAULTS.leaseTtlMs),
-    on_store_error: withDefault(oneOf(...ON_STORE_ERROR), DEFAULTS.onStoreError),
-    expected_replicas: withDefault(int(1), DEFAULTS.expectedReplicas),
-  },
-  "a mapping with lease_ttl_s, on_store_error, expected_replicas",
-);
-
 const admission = section(
   {
-    mode: withDefault(oneOf(...MODES), DEFAULTS.mode),
-    max_concurrency: withDefault(int(1), DEFAULTS.maxConcurrency),
-    max_queued: withDefault(int(0), DEFAULTS.maxQueued),
-    queue_timeout_s: withDefault(duration(), DEFAULTS.queueTimeoutMs),
-    max_body_bytes: withDefault(size, DEFAULTS.maxBodyBytes),
-    max_buffered_bytes: withDefault(size, DEFAULTS.maxBufferedBytes),
-    parse_permits: withDefault(int(0), DEFAULTS.parsePermits),
-    header_timeout_s: withDefault(duration(), DEFAULTS.headerTimeoutMs),
-    body_timeout_s: withDefault(duration(), DEFAULTS.bodyTimeoutMs),
-    aging_s: withDefault(duration(), DEFAULTS.agingMs),
+    mode: withDefault(oneOf(...MODES), G.mode),
+    // Left unset here: a warning about unreachable bounds only speaks of values someone wrote.
+    max_concurrency: optional(int(1)),
+    max_queued: optional(int(0)),
+    queue_timeout_s: withDefault(duration(), DEFAULTS.lane.queueTimeoutMs),
+    max_body_bytes: withDefault(size, G.maxBodyBytes),
+    max_buffered_bytes: withDefault(size, G.maxBufferedBytes),
+    header_timeout_s: withDefault(duration(), G.headerTimeoutMs),
+    body_timeout_s: withDefault(duration(), G.bodyTimeoutMs),
+    aging_s: withDefault(duration(), DEFAULTS.lane.agingMs),
   },
   "a mapping of admission settings",
 );
@@ -118,7 +84,7 @@ const clientKey = section(
   {
     id: required(name("a key id")),
     sha256: required(sha256),
-    max_priority: withDefault(oneOf(...PRIORITIES), DEFAULTS.maxPriority),
+    max_priority: withDefault(oneOf(...PRIORITIES), G.clientKeyMaxPriority),
     max_inflight: optional(int(1)),
   },
   "a key: { id, sha256, max_priority, max_inflight }",
@@ -141,9 +107,10 @@ const admin = section(
 
 const adaptiveOn = section(
   {
-    floor: withDefault(int(1), DEFAULTS.floor),
-    metrics_poll_s: withDefault(duration(), DEFAULTS.metricsPollMs),
-    max_waiting: withDefault(int(0), DEFAULTS.maxWaiting),
+    floor: withDefault(int(1), DEFAULTS.adaptive.floor),
+    // Left unset here: they only act through a pod's metrics_url, and normalize refuses them without one.
+    metrics_poll_s: optional(duration()),
+    max_waiting: optional(int(0)),
   },
   "false or a mapping with floor, metrics_poll_s, max_waiting",
 );
@@ -164,10 +131,10 @@ const adaptive = z.unknown().transform((v, ctx) => {
 
 const breaker = section(
   {
-    fail_threshold: withDefault(int(1), DEFAULTS.failThreshold),
-    base_cooldown_s: withDefault(duration(), DEFAULTS.baseCooldownMs),
-    max_cooldown_s: withDefault(duration(), DEFAULTS.maxCooldownMs),
-    backoff_factor: withDefault(atLeast(1), DEFAULTS.backoffFactor),
+    fail_threshold: withDefault(int(1), DEFAULTS.breaker.failThreshold),
+    base_cooldown_s: withDefault(duration(), DEFAULTS.breaker.baseCooldownMs),
+    max_cooldown_s: withDefault(duration(), DEFAULTS.breaker.maxCooldownMs),
+    backoff_factor: withDefault(atLeast(1), DEFAULTS.breaker.backoffFactor),
   },
   "a mapping with fail_threshold, base_cooldown_s, max_cooldown_s, backoff_factor",
 );
@@ -186,11 +153,11 @@ const model = section(
   {
     name: required(name("a model name")),
     max_concurrent_requests: optional(int(0)),
-    reserve: withDefault(int(0), DEFAULTS.reserve),
+    reserve: withDefault(int(0), DEFAULTS.lane.reserve),
     queue_limit: optional(int(0)),
     queue_timeout_s: optional(duration()),
-    tpm: optional(positive),
-    rpm: optional(positive),
+    tpm: notBuilt(TOKEN_BUDGET, MEANWHILE_MODEL),
+    rpm: notBuilt(REQUEST_BUDGET, MEANWHILE_MODEL),
     fallback: optional(name("a model name")),
     upstream_api_key_env: optional(envVarName),
     mode: optional(oneOf(...MODES)),
@@ -209,31 +176,37 @@ const route = section(
 
 const gpuGroup = section({ max_inflight: required(int(1)) }, "a GPU group: { max_inflight }");
 
+// max_inflight is required: with the token and request budgets not built, an account without it
+// would bound nothing.
 const account = section(
   {
-    max_inflight: optional(int(1)),
-    tpm: optional(positive),
-    rpm: optional(positive),
+    max_inflight: required(int(1)),
+    tpm: notBuilt(TOKEN_BUDGET, MEANWHILE_ACCOUNT),
+    rpm: notBuilt(REQUEST_BUDGET, MEANWHILE_ACCOUNT),
     models: list(required(name("a model name")), "a list of model names", 1),
   },
-  "an account: { max_inflight, tpm, rpm, models }",
+  "an account: { max_inflight, models }",
 );
 
-const log = section({ level: withDefault(oneOf(...LOG_LEVELS), DEFAULTS.logLevel) }, "a mapping with level");
+const log = section({ level: withDefault(oneOf(...LOG_LEVELS), G.logLevel) }, "a mapping with level");
 
 /** The whole file. */
 export const RawConfigSchema = section(
   {
-    listen: withDefault(listen, DEFAULTS.listen),
-    store: withDefault(store, { kind: "memory" }),
-    fleet: optionalSection(fleet),
+    listen: withDefault(listen, G.listen),
+    store: withDefault(store, { kind: "memory" } as const),
+    // Leases, store outages and replica counts only mean something with a shared (Redis) store.
+    fleet: notBuilt(
+      "fleet mode (budgets shared by replicas through a Redis store)",
+      "remove the fleet section",
+    ),
     admission: optionalSection(admission),
     auth: optionalSection(auth),
     admin: optionalSection(admin),
     models: list(model, "a list of at least one model { name, pods, … }", 1),
     routes: optionalList(route, "a list of routes { match, model }"),
     gpu_groups: mapping(gpuGroup, "a mapping of GPU group name → { max_inflight }"),
-    accounts: mapping(account, "a mapping of account name → { max_inflight, tpm, rpm, models }"),
+    accounts: mapping(account, "a mapping of account name → { max_inflight, models }"),
     log: optionalSection(log),
   },
   "a mapping with listen, store, fleet, admission, auth, admin, models, routes, gpu_groups, accounts, log",

@@ -1,0 +1,170 @@
+/**
+ * Keys that would be accepted and change nothing are refused, each saying why and what to do
+ * instead: a user must never believe a bound protects them when nothing enforces it.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { assertUpstreamKeys } from "./checks.js";
+import { ConfigErrors } from "./issues.js";
+import { loadConfigText } from "./load.js";
+import { parseConfig } from "./schema.js";
+
+function config(extra: Record<string, unknown> = {}, model: Record<string, unknown> = {}): unknown {
+  return { models: [{ name: "m", pods: [{ url: "http://10.0.0.1:8000" }], ...model }], ...extra };
+}
+
+function refusal(input: unknown, options?: Parameters<typeof parseConfig>[2]): ConfigErrors {
+  try {
+    parseConfig(input, undefined, options);
+  } catch (e) {
+    assert.ok(e instanceof ConfigErrors, `expected ConfigErrors, got ${String(e)}`);
+    return e;
+  }
+  return assert.fail("expected the config to be refused");
+}
+
+describe("keys of features not built yet", () => {
+  const cases = [
+    {
+      key: "store: redis://…",
+      input: config({ store: "redis://10.0.0.2:6379/0" }),
+      path: "store",
+      message: /^store: fleet mode \(Redis store\) is not built yet; use store: memory/,
+    },
+    {
+      key: "store: rediss://…",
+      input: config({ store: "rediss://cache.internal:6380" }),
+      path: "store",
+      message: /^store: fleet mode \(Redis store\) is not built yet/,
+    },
+    {
+      key: "fleet",
+      input: config({ fleet: { lease_ttl_s: 15, on_store_error: "local" } }),
+      path: "fleet",
+      message:
+        /^fleet: fleet mode \(budgets shared by replicas through a Redis store\) is not built yet; remove the fleet section$/,
+    },
+    {
+      key: "a model's tpm",
+      input: config({}, { tpm: 400_000 }),
+      path: "models[0].tpm",
+      message:
+        /^models\[0\]\.tpm: the token budget \(tpm\) is not built yet; remove it; max_concurrent_requests bounds/,
+    },
+    {
+      key: "a model's rpm",
+      input: config({}, { rpm: 600 }),
+      path: "models[0].rpm",
+      message: /^models\[0\]\.rpm: the request budget \(rpm\) is not built yet/,
+    },
+    {
+      key: "an account's tpm",
+      input: config({ accounts: { prod: { max_inflight: 8, tpm: 2_000_000, models: ["m"] } } }),
+      path: "accounts.prod.tpm",
+      message:
+        /^accounts\.prod\.tpm: the token budget \(tpm\) is not built yet; remove it; max_inflight bounds the account/,
+    },
+    {
+      key: "an account's rpm",
+      input: config({ accounts: { prod: { max_inflight: 8, rpm: 5000, models: ["m"] } } }),
+      path: "accounts.prod.rpm",
+      message: /^accounts\.prod\.rpm: the request budget \(rpm\) is not built yet/,
+    },
+  ];
+  for (const c of cases) {
+    test(`refuses ${c.key}, naming ${c.path} and saying it is not built yet`, () => {
+      const e = refusal(c.input);
+      assert.equal(e.path, c.path);
+      assert.match(e.expected, /is not built yet$/);
+      assert.match(e.message, c.message);
+    });
+  }
+
+  test("a refused Redis URL is reported without its password", () => {
+    const e = refusal(config({ store: "redis://:s3cret@10.0.0.2:6379/0" }));
+    assert.equal(e.received, "redis://:***@10.0.0.2:6379/0");
+    assert.ok(!e.message.includes("s3cret"));
+  });
+
+  test("any other store is refused as not one the gateway knows", () => {
+    const e = refusal(config({ store: "etcd://x" }));
+    assert.equal(e.path, "store");
+    assert.equal(e.expected, "memory");
+  });
+
+  test("the loader gives the line of a not-built key", () => {
+    const text = "models:\n  - name: m\n    tpm: 1000\n    pods: [ { url: 'http://x:1' } ]\n";
+    assert.throws(
+      () => loadConfigText(text, "sluice.yaml"),
+      (e: unknown) => e instanceof ConfigErrors && / \(at sluice\.yaml, line 3, column 10\)$/.test(e.message),
+    );
+  });
+
+  test("leaving the keys out, or writing them with no value, is fine", () => {
+    assert.doesNotThrow(() => parseConfig(config({ fleet: null }, { tpm: null, rpm: undefined })));
+  });
+});
+
+describe("keys that would change nothing", () => {
+  test("parse_permits is an unknown key that says why it was removed and what bounds parsing", () => {
+    const e = refusal(config({ admission: { parse_permits: 4 } }));
+    assert.equal(e.path, "admission.parse_permits");
+    assert.match(
+      e.message,
+      /^admission\.parse_permits: unknown key \(removed: Node parses JSON synchronously/,
+    );
+    assert.match(e.hint ?? "", /max_body_bytes .* and admission\.max_buffered_bytes/);
+  });
+
+  test("an account without max_inflight is refused: it would bound nothing", () => {
+    const e = refusal(config({ accounts: { prod: { models: ["m"] } } }));
+    assert.equal(e.path, "accounts.prod.max_inflight");
+  });
+
+  test("max_waiting or metrics_poll_s without any pod metrics_url is refused", () => {
+    for (const key of ["max_waiting", "metrics_poll_s"]) {
+      const e = refusal(config({}, { adaptive: { [key]: 2 } }));
+      assert.equal(e.path, `models[0].adaptive.${key}`);
+      assert.equal(e.expected, "a pod of this model with a metrics_url");
+      assert.equal(e.received, 2);
+    }
+    const pods = [{ url: "http://x:1", metrics_url: "http://x:1/metrics" }, { url: "http://y:1" }];
+    const m = parseConfig(config({}, { adaptive: { max_waiting: 2, metrics_poll_s: "250ms" }, pods }))
+      .models[0]!;
+    assert.deepEqual(m.adaptive, { floor: 4, maxWaiting: 2, metricsPollMs: 250 });
+  });
+
+  test("a metrics_url under adaptive: false is refused: the metrics only narrow an adaptive width", () => {
+    const e = refusal(
+      config({}, { adaptive: false, pods: [{ url: "http://x:1", metrics_url: "http://x:1/m" }] }),
+    );
+    assert.equal(e.path, "models[0].pods[0].metrics_url");
+  });
+});
+
+describe("upstream_api_key_env", () => {
+  const keyed = config({}, { upstream_api_key_env: "SLUICE_TEST_KEY" });
+
+  test("naming a variable unset in the environment given refuses the config, naming model and variable", () => {
+    for (const env of [{}, { SLUICE_TEST_KEY: "" }]) {
+      const e = refusal(keyed, { env });
+      assert.equal(e.path, "models[0].upstream_api_key_env");
+      assert.equal(e.received, "SLUICE_TEST_KEY");
+      assert.match(e.message, /model m sends its upstream key from SLUICE_TEST_KEY, which is not set/);
+    }
+  });
+
+  test("a set variable passes, and without an environment nothing is checked", () => {
+    assert.doesNotThrow(() => parseConfig(keyed, undefined, { env: { SLUICE_TEST_KEY: "sk-1" } }));
+    assert.doesNotThrow(() => parseConfig(keyed));
+  });
+
+  test("assertUpstreamKeys checks a parsed config against the gateway's environment", () => {
+    const c = parseConfig(keyed);
+    assert.doesNotThrow(() => assertUpstreamKeys(c, { SLUICE_TEST_KEY: "sk-1" }));
+    assert.throws(
+      () => assertUpstreamKeys(c, {}),
+      (e: unknown) => e instanceof ConfigErrors && e.path === "models[0].upstream_api_key_env",
+    );
+  });
+});
