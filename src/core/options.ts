@@ -117,15 +117,27 @@ export interface ResolvedOptions extends Omit<GovernorOptions, "lanes" | "defaul
 
 /** True for options that went through {@link resolveGovernorOptions} or {@link markResolved}. */
 export function isResolvedOptions(o: unknown): o is ResolvedOptions {
-  return typeof o === "object" && o !== null && (o as Partial<ResolvedOptions>)[RESOLVED] === true;
+  return isBranded(o);
 }
+
+/** True for a lane that {@link resolveLane} or {@link markResolved} produced. */
+function isBranded(o: unknown): boolean {
+  return typeof o === "object" && o !== null && (o as { [RESOLVED]?: true })[RESOLVED] === true;
+}
+
+// Lanes carry the brand too, so resolveLane and validateGovernorOptions pass resolved input through
+// unchanged: nothing is validated twice. Non-enumerable, so a spread copy (which may then be
+// edited) is not branded and is validated like any options.
+const brand = <T extends object>(o: T): T => Object.defineProperty(o, RESOLVED, { value: true });
 
 /**
  * Brands options built from an already-validated source (the gateway config, whose schema checks
  * every value these checks would) so they are not validated a second time. No check runs here.
  */
 export function markResolved(o: Omit<ResolvedOptions, typeof RESOLVED>): ResolvedOptions {
-  return { ...o, [RESOLVED]: true };
+  for (const lane of Object.values(o.lanes)) brand(lane);
+  brand(o.defaults);
+  return brand({ ...o }) as ResolvedOptions;
 }
 
 /**
@@ -149,6 +161,11 @@ export function resolveGovernorOptions(options: GovernorOptions | ResolvedOption
     groups,
     keys,
   });
+}
+
+/** The lane a Governor creates on first use when no `defaults` are given: pass-through. */
+export function passThroughLane(): ResolvedLane {
+  return resolveLane(undefined, {}, "defaults", {});
 }
 
 /** The reserve rule: at most `limit − 1` (0 when that is negative), so every class keeps a slot. */
@@ -194,13 +211,18 @@ const LANE_KEYS = [
   "fallback",
 ] as const;
 
-/** Applies defaults to a lane's options and validates them; `path` prefixes error paths. */
+/**
+ * Applies defaults to a lane's options and validates them; `path` prefixes error paths. A lane
+ * already resolved (by this function or {@link markResolved}) is returned as a copy, unchecked.
+ */
 export function resolveLane(
   raw: LaneOptions | undefined,
   base: LaneOptions,
   path: string,
   groups: Record<string, { limit: number }>,
 ): ResolvedLane {
+  if (isBranded(raw)) return brand({ ...(raw as ResolvedLane) });
+  if (raw === undefined && isBranded(base)) return brand({ ...(base as ResolvedLane) });
   const o: LaneOptions = { ...base, ...(raw ?? {}) };
   check(typeof o === "object" && o !== null, path, "an object", raw);
   knownKeys(o, LANE_KEYS, path);
@@ -290,7 +312,7 @@ export function resolveLane(
   );
   // The reserve is clamped, not refused: non-interactive work always keeps at least one slot.
   const reserve = clampReserve(reserveRaw, limit);
-  return {
+  return brand({
     limit,
     reserve,
     queueLimit,
@@ -301,14 +323,15 @@ export function resolveLane(
     adaptive,
     breaker,
     fallback: o.fallback,
-  };
+  });
 }
 
 /**
  * Validates the top-level options (groups, keys, clock, random, fallbacks); each lane is
  * validated as it is resolved ({@link resolveLane}). {@link resolveGovernorOptions} runs both.
  */
-export function validateGovernorOptions(o: GovernorOptions): void {
+export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): void {
+  if (isResolvedOptions(o)) return;
   check(typeof o === "object" && o !== null, "options", "an object", o);
   knownKeys(o, ["lanes", "defaults", "groups", "keys", "clock", "random"], "options");
   for (const [name, g] of Object.entries(o.groups ?? {})) {

@@ -1,59 +1,79 @@
 /**
- * The gateway's config as Governor options: each model is a lane; the gateway's
- * `admission.max_concurrency` and each account's `max_inflight` are groups every lane on their
- * path joins; bounded GPU groups are groups its pods join (DESIGN §1 table).
+ * The gateway's config as the Governor's resolved options, in one mapping and with no second
+ * validation: `parseConfig` has already checked every value the library validator would (a test,
+ * test/config/governor-config.test.ts, runs the library validator on this output to keep it so).
+ * Each model is a lane; the gateway's `admission.max_concurrency` and each account's
+ * `max_inflight` are groups every lane on their path joins; bounded GPU groups are groups a lane
+ * or its pods join.
  */
-import type { GatewayConfig } from "../config/schema.js";
+import { laneLimit } from "../config/reach.js";
+import type { GatewayConfig, ModelConfig } from "../config/types.js";
 import type { Clock } from "../core/clock.js";
-import type { GovernorOptions, LaneOptions } from "../core/options.js";
+import {
+  markResolved,
+  passThroughLane,
+  type ResolvedKey,
+  type ResolvedLane,
+  type ResolvedOptions,
+} from "../core/options.js";
 
 /** The group that bounds in flight across the whole gateway. */
 export const GATEWAY_GROUP = "gateway";
 
-export function governorOptions(config: GatewayConfig, clock?: Clock): GovernorOptions {
+/** The Governor's group for a bounded GPU group of the config. */
+const gpu = (name: string) => `gpu:${name}`;
+/** The Governor's group for an account of the config. */
+const account = (name: string) => `account:${name}`;
+
+export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedOptions {
   const groups: Record<string, { limit: number }> = {
     [GATEWAY_GROUP]: { limit: config.admission.maxConcurrency },
   };
-  for (const [name, g] of Object.entries(config.gpuGroups)) groups[`gpu:${name}`] = { limit: g.maxInflight };
-  const accountsOf = new Map<string, string[]>();
+  for (const [name, g] of Object.entries(config.gpuGroups)) groups[gpu(name)] = { limit: g.maxInflight };
+  const accountOf = new Map<string, string>();
   for (const [name, a] of Object.entries(config.accounts)) {
-    if (a.maxInflight === undefined) continue;
-    groups[`account:${name}`] = { limit: a.maxInflight };
-    for (const m of a.models) accountsOf.set(m, [...(accountsOf.get(m) ?? []), `account:${name}`]);
+    groups[account(name)] = { limit: a.maxInflight };
+    for (const m of a.models) accountOf.set(m, account(name)); // at most one account per model (checked)
   }
-  const lanes: Record<string, LaneOptions> = {};
-  for (const m of config.models) {
-    const podSum = m.pods.reduce((s, p) => s + p.maxInflight, 0);
-    lanes[m.name] = {
-      // 0 means "no lane bound" in the config; the pods' ceilings still bound it.
-      limit: m.maxConcurrentRequests === 0 ? podSum : m.maxConcurrentRequests,
-      reserve: m.reserve,
-      queueLimit: m.queueLimit,
-      queueTimeoutMs: m.queueTimeoutMs,
-      agingMs: config.admission.agingMs,
-      group: [
-        GATEWAY_GROUP,
-        ...(m.gpuGroup !== undefined && Object.hasOwn(config.gpuGroups, m.gpuGroup)
-          ? [`gpu:${m.gpuGroup}`]
-          : []),
-        ...(accountsOf.get(m.name) ?? []),
-      ],
-      pods: m.pods.map((p) => ({
-        id: p.url,
-        maxInflight: p.maxInflight,
-        // The model's own group is already on the lane's path; a pod joins only another bounded one.
-        ...(Object.hasOwn(config.gpuGroups, p.gpuGroup) && p.gpuGroup !== m.gpuGroup
-          ? { gpuGroup: `gpu:${p.gpuGroup}` }
-          : {}),
-      })),
-      adaptive: m.adaptive === false ? false : { floor: m.adaptive.floor },
-      breaker: m.breaker,
-      ...(m.fallback !== undefined ? { fallback: m.fallback } : {}),
-    };
-  }
-  const keys: NonNullable<GovernorOptions["keys"]> = {};
+  const lanes: Record<string, ResolvedLane> = {};
+  for (const m of config.models) lanes[m.name] = lane(config, m, accountOf.get(m.name));
+  const keys: Record<string, ResolvedKey> = {};
   for (const k of config.auth.keys) {
     keys[k.id] = { maxInflight: k.maxInflight ?? Number.MAX_SAFE_INTEGER, maxPriority: k.maxPriority };
   }
-  return { lanes, groups, keys, ...(clock ? { clock } : {}) };
+  return markResolved({
+    lanes,
+    // The gateway refuses a model not in the config before it reaches a lane.
+    defaults: passThroughLane(),
+    groups,
+    keys,
+    ...(clock ? { clock } : {}),
+  });
+}
+
+function lane(config: GatewayConfig, m: ModelConfig, accountGroup: string | undefined): ResolvedLane {
+  const bounded = (tag: string | undefined): tag is string =>
+    tag !== undefined && Object.hasOwn(config.gpuGroups, tag);
+  return {
+    limit: laneLimit(m),
+    reserve: m.reserve,
+    queueLimit: m.queueLimit,
+    queueTimeoutMs: m.queueTimeoutMs,
+    agingMs: config.admission.agingMs,
+    fallback: m.fallback,
+    groups: [
+      GATEWAY_GROUP,
+      ...(bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : []),
+      ...(accountGroup === undefined ? [] : [accountGroup]),
+    ],
+    pods: m.pods.map((p) => ({
+      id: p.url,
+      maxInflight: p.maxInflight,
+      // The model's own group is already on the lane's path; a pod joins only another bounded one.
+      ...(bounded(p.gpuGroup) && p.gpuGroup !== m.gpuGroup ? { gpuGroup: gpu(p.gpuGroup) } : {}),
+    })),
+    // The polling settings stay with the gateway (saturation.ts); the core's width needs the floor.
+    adaptive: m.adaptive === false ? false : { floor: m.adaptive.floor },
+    breaker: m.breaker,
+  };
 }
