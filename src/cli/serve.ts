@@ -63,7 +63,8 @@ export async function main(argv: string[]): Promise<number> {
         );
         return 2;
       }
-      config = await loadConfigFile(path);
+      // The environment is the one the gateway reads upstream keys from: a missing one refuses to start.
+      config = await loadConfigFile(path, { env: process.env });
     }
   } catch (error) {
     await closeFleet?.();
@@ -93,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
       `               -d '{"model":"demo-chat","messages":[{"role":"user","content":"hi"}]}'`,
     );
   }
+  // Valid but probably not what was meant (a bound another makes unreachable, …): said at start.
+  for (const warning of config.warnings) lines.push(`  warning:   ${warning}`);
   process.stderr.write(`${lines.join("\n")}\n`);
   return new Promise<number>((resolve) => {
     let stopping = false;
