@@ -202,6 +202,7 @@ describe("Governor: seed 002 limiter card C2", () => {
       "lane",
       "limit",
       "oldest_wait_s",
+      "paused_s",
       "queue_limit",
       "queue_timeouts_5m",
       "queued",

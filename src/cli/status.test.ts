@@ -56,6 +56,7 @@ const SNAPSHOT: Snapshot = {
       reopens_in_s: 0,
       trips: 0,
       paused_s: 0,
+      quota_paused_s: 0,
     },
     {
       id: "http://10.0.0.6:8000",
@@ -69,6 +70,7 @@ const SNAPSHOT: Snapshot = {
       reopens_in_s: 1.5,
       trips: 3,
       paused_s: 0,
+      quota_paused_s: 0,
     },
   ],
   groups: [{ group: "gb10", limit: 40, inflight: 30 }],

@@ -41,8 +41,10 @@ export interface PodSnapshot {
   /** Seconds until an open breaker allows its probe; 0 otherwise. */
   reopens_in_s: number;
   trips: number;
-  /** Seconds left of a quota pause (429 with a reset); 0 when not paused. */
+  /** Seconds before the pod takes calls again: a quota pause, or a floor-held pod's short rest after a refusal; 0 when it may. */
   paused_s: number;
+  /** Seconds left of a provider quota pause alone (a 429 with a reset), capped at the lane's max quota pause. */
+  quota_paused_s: number;
 }
 
 export interface GroupSnapshot {
@@ -106,7 +108,8 @@ export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapsh
     breaker: state.kind,
     reopens_in_s: reopen === undefined ? 0 : seconds(Math.max(0, reopen - nowMs)),
     trips: state.kind === "closed" ? 0 : state.trips,
-    paused_s: seconds(Math.max(0, pod.quotaUntil - nowMs)),
+    paused_s: seconds(Math.max(0, pod.pausedUntil - nowMs)),
+    quota_paused_s: seconds(Math.max(0, pod.quotaUntil - nowMs)),
   };
 }
 

@@ -76,6 +76,7 @@ describe("writeSnapshotGauges", () => {
           reopens_in_s: 0,
           trips: 1,
           paused_s: 0,
+          quota_paused_s: 0,
         },
       ],
       groups: [{ group: "g", limit: 10, inflight: 3 }],

@@ -14,6 +14,7 @@ import {
   isKeyLimitError,
   isQueueFullError,
   isQueueTimeoutError,
+  isQuotaPausedError,
   type Lease,
   type Priority,
   type Snapshot,
@@ -94,7 +95,7 @@ export interface Call {
   refusal: unknown;
   noWait: boolean;
   /** What the lane looked like just before this call arrived (invariants.ts, check 6). */
-  arrival: { room: boolean; queueEmpty: boolean; interactiveQueued: boolean };
+  arrival: { room: boolean; queueEmpty: boolean; interactiveQueued: boolean; quotaPaused: boolean };
 }
 
 /** A grant as published on `sluice:lease:grant`, with the lane's numbers at that instant. */
@@ -396,6 +397,16 @@ export class Model {
       this.stats.sheds++;
       call.status = "shed";
       call.exitEv = this.opEv;
+    } else if (isQuotaPausedError(error)) {
+      // Refused at once only while every pod of its lane was held by a quota pause (or tripped).
+      if (!call.arrival.quotaPaused)
+        this.violations.push(
+          `call #${call.id} refused quota_paused though its lane's pods were not all paused`,
+        );
+      this.stats.refusals++;
+      call.status = "refused";
+      call.refusal = error;
+      call.exitEv = call.fromEv;
     } else if (isQueueFullError(error) || isKeyLimitError(error)) {
       this.stats.refusals++;
       if (isQueueFullError(error) && error.reason === "expected_wait") this.stats.expectedWait++;
@@ -504,5 +515,6 @@ export function arrival(s: Snapshot, lane: string, rank: Rank): Call["arrival"] 
       (pods.length === 0 || pods.some(podFree)),
     queueEmpty: l.queued === 0,
     interactiveQueued: l.queued_by_priority.interactive > 0,
+    quotaPaused: l.paused_s > 0,
   };
 }
