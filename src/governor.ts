@@ -36,6 +36,7 @@ import {
   type WidthEvent,
 } from "./core/scheduler.js";
 import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "./core/snapshot.js";
+import { WakeTimer } from "./governor/timer.js";
 import { passThroughLease } from "./pass-through.js";
 import { MemoryStore } from "./store/memory.js";
 import type { Store } from "./store/store.js";
@@ -96,8 +97,7 @@ export class Governor {
   readonly #pods = new Map<string, Pod>();
   readonly #options: GovernorOptions;
   readonly #replica = `${hostname()}:${process.pid}`;
-  #cancelTimer: (() => void) | undefined;
-  #timerAt = Number.POSITIVE_INFINITY;
+  readonly #timer: WakeTimer;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
 
@@ -132,6 +132,7 @@ export class Governor {
       },
       this.#store,
     );
+    this.#timer = new WakeTimer(this.#clock, this.#scheduler);
     this.onGrant = this.#scheduler.onGrant.event;
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
@@ -181,7 +182,7 @@ export class Governor {
     if (signal !== undefined) {
       this.#listenForAbort(t, signal);
     }
-    this.#arm(now);
+    this.#timer.arm(now);
     return promise;
   }
 
@@ -278,7 +279,7 @@ export class Governor {
     if (p === undefined) return;
     const before = p.width.width;
     p.width.onCongestion(p.width.epoch, p.inflight);
-    if (p.width.width !== before) this.#arm();
+    if (p.width.width !== before) this.#timer.arm();
   }
 
   /** The §4 snapshot: lanes, pods, groups, keys. Plain data. */
@@ -307,9 +308,7 @@ export class Governor {
   /** Stops the timer; later acquires reject. Waiters already queued keep their promises. */
   close(): void {
     this.#closed = true;
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
-    this.#timerAt = Number.POSITIVE_INFINITY;
+    this.#timer.stop();
   }
 
   /** The key's budget, or null for no key or one not configured (untracked). */
@@ -330,7 +329,7 @@ export class Governor {
     const now = this.#clock.now();
     this.#scheduler.end(t, outcome, now);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
-    this.#arm(now);
+    this.#timer.arm(now);
   }
 
   /** The caller released a re-dispatch that was waiting for a pod. */
@@ -340,7 +339,7 @@ export class Governor {
       t,
       new Error(`lease on lane ${t.lane} was released while its re-dispatch waited for a pod`),
     );
-    this.#arm();
+    this.#timer.arm();
   }
 
   /** Re-dispatch after a refusal before the pod started the call. */
@@ -348,7 +347,7 @@ export class Governor {
     const outcome = classifyOutcome(failure ?? { refused: true });
     const result = this.#scheduler.redispatch(t, outcome, this.#clock.now());
     if (result !== "queued") {
-      this.#arm();
+      this.#timer.arm();
       return Promise.resolve(result === "dispatched");
     }
     const waiting = new Promise<boolean>((resolve) => {
@@ -358,7 +357,7 @@ export class Governor {
     if (signal?.aborted) {
       if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, signal.reason);
     } else if (signal !== undefined) this.#listenForAbort(t, signal);
-    this.#arm();
+    this.#timer.arm();
     return waiting;
   }
 
@@ -367,7 +366,7 @@ export class Governor {
     const onAbort = () => {
       if (this.#scheduler.cancel(t, this.#clock.now())) {
         this.#settleWaiter(t, signal.reason);
-        this.#arm();
+        this.#timer.arm();
       }
     };
     signal.addEventListener("abort", onAbort, { once: true });
@@ -388,42 +387,6 @@ export class Governor {
       resolve?.(t);
     } else resolve?.(Promise.reject(error));
   }
-
-  /**
-   * Keeps the one timer armed for the scheduler's next self-change, and disarmed when nothing
-   * waits: an idle governor must not keep the process alive.
-   */
-  #arm(now = this.#clock.now()): void {
-    if (this.#scheduler.waitingLanes.size === 0) {
-      if (this.#cancelTimer !== undefined) {
-        this.#cancelTimer();
-        this.#cancelTimer = undefined;
-        this.#timerAt = Number.POSITIVE_INFINITY;
-      }
-      return;
-    }
-    const at = this.#scheduler.nextWakeAt(now);
-    if (at === undefined || at >= this.#timerAt) return;
-    this.#cancelTimer?.();
-    this.#timerAt = at;
-    this.#cancelTimer = this.#clock.setTimer(at, this.#wake);
-  }
-
-  /**
-   * The timer fired: expire, grant, re-arm — all at one reading of the clock. With two readings
-   * a pod change falling between them (a cooldown or pause ending at 919.4 ms, the pass at 919,
-   * the re-arm at 920) was seen by neither: too early for the pass, already past for
-   * `nextWakeAt`, so its waiter sat until its queue timeout (issue 14). A timer that fires
-   * before its time (libuv's cached loop time, a jittery clock) needs nothing more: the change
-   * is still ahead of that reading, so `nextWakeAt` names it and the timer is armed again.
-   */
-  readonly #wake = (): void => {
-    this.#cancelTimer = undefined;
-    this.#timerAt = Number.POSITIVE_INFINITY;
-    const now = this.#clock.now();
-    this.#scheduler.tick(now);
-    this.#arm(now);
-  };
 
   /**
    * Where a call for `lane` goes now. A lane whose pods are all tripped, or all held by a quota
