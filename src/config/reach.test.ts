@@ -39,6 +39,14 @@ describe("warnings about unreachable bounds", () => {
     );
   });
 
+  test("a queue the gateway could hold only while the model's pods are narrowed or tripped says so", () => {
+    const w = warnings(config({}, { max_concurrent_requests: 32, queue_limit: 40 }));
+    assert.match(
+      w.get("models[0].queue_limit") ?? "",
+      /^a queue of 40 fills only while this model runs fewer than 32 calls \(its pods narrowed or tripped\): the gateway admits 64/,
+    );
+  });
+
   test("the queue warning goes once the gateway admits enough", () => {
     const model = { max_concurrent_requests: 32, queue_limit: 128 };
     assert.ok(warnings(config({}, model)).has("models[0].queue_limit"));
@@ -128,7 +136,11 @@ describe("warnings about unreachable bounds", () => {
     );
   });
 
-  test("the demo config has nothing to warn about", () => {
+  test("the demo config and the example at the top of docs/config.md have nothing to warn about", () => {
     assert.deepEqual(loadConfigText(DEMO_CONFIG_YAML, "demo").warnings, []);
+    const doc = readFileSync(new URL("../../docs/config.md", import.meta.url), "utf8");
+    const example = /```yaml\n([\s\S]*?)```/.exec(doc)?.[1];
+    assert.ok(example !== undefined, "docs/config.md opens with a YAML example");
+    assert.deepEqual(loadConfigText(example, "docs/config.md").warnings, []);
   });
 });

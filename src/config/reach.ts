@@ -55,9 +55,15 @@ export function warnUnreachable(c: Checker, raw: RawConfig, config: Config): voi
     const room = admitted - busy;
     const queueWritten = written.queue_limit !== undefined || written.max_concurrent_requests !== undefined;
     if (m.queueLimit > room && (queueWritten || gatewayWritten)) {
+      // Past everything the gateway admits it never fills; below that, only while the model runs
+      // fewer calls than its slots (its pods narrowed or tripped).
+      const fills =
+        m.queueLimit > admitted
+          ? "can never fill"
+          : `fills only while this model runs fewer than ${busy} calls (its pods narrowed or tripped)`;
       warn(
         [...at, "queue_limit"],
-        `a queue of ${m.queueLimit} can never fill: ${gateway}, so with this model's ${busy} slots busy at most ${room} can wait; raise admission.max_queued to ${m.queueLimit + busy - C} or lower queue_limit to ${room}`,
+        `a queue of ${m.queueLimit} ${fills}: ${gateway}, so with this model's ${busy} slots busy at most ${room} can wait; raise admission.max_queued to ${m.queueLimit + busy - C} or lower queue_limit to ${room}`,
       );
     }
     groupTags(c, raw, config, m, i);
