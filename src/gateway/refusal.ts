@@ -4,13 +4,7 @@
  * window, as headers and as body fields (STYLE G6).
  */
 import type { ServerResponse } from "node:http";
-import {
-  BreakerOpenError,
-  KeyLimitError,
-  QueueFullError,
-  QueueTimeoutError,
-  type SluiceError,
-} from "../core/errors.js";
+import { QueueFullError, type SluiceError } from "../core/errors.js";
 import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
 
 /** The lane's numbers at the moment of the refusal. */
@@ -22,15 +16,13 @@ export interface LaneNumbers {
   width: number;
 }
 
-/** Retry-After in ms carried by the error (every capacity error has one), at least 1 s. */
+/**
+ * Retry-After in ms carried by the error (every capacity error has a `retryAfterMs`: queue
+ * full, key limit, queue timeout, breaker open, quota paused, store unavailable), at least 1 s.
+ */
 export function retryAfterOf(error: SluiceError): number {
-  const ms =
-    error instanceof QueueFullError ||
-    error instanceof KeyLimitError ||
-    error instanceof QueueTimeoutError ||
-    error instanceof BreakerOpenError
-      ? error.retryAfterMs
-      : MIN_RETRY_AFTER_MS;
+  const carried = (error as { retryAfterMs?: unknown }).retryAfterMs;
+  const ms = typeof carried === "number" ? carried : MIN_RETRY_AFTER_MS;
   return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(ms));
 }
 
