@@ -20,11 +20,14 @@ import { describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Governor, type Lease } from "../../src/index.js";
 
-const CYCLES = 300;
+const CYCLES = 500;
 /** Only a lost wake-up waits this long: cooldowns end within 360 ms, pauses within 108 ms. */
 const QUEUE_TIMEOUT_MS = 5000;
 
-function onePodLane(breaker?: { failThreshold: number; baseCooldownMs: number; backoffFactor: number }) {
+function onePodLane(
+  maxInflight: number,
+  breaker?: { failThreshold: number; baseCooldownMs: number; backoffFactor: number },
+) {
   return new Governor({
     lanes: {
       L: {
@@ -32,7 +35,7 @@ function onePodLane(breaker?: { failThreshold: number; baseCooldownMs: number; b
         queueTimeoutMs: QUEUE_TIMEOUT_MS,
         adaptive: false,
         ...(breaker === undefined ? {} : { breaker }),
-        pods: [{ id: "p", maxInflight: 4 }],
+        pods: [{ id: "p", maxInflight }],
       },
     },
   });
@@ -52,7 +55,7 @@ async function waitForGrant(gov: Governor, cycle: number): Promise<string | null
 
 /** The steps 1–3: open, fail the half-open probe (re-open, 300 ms ± 20 %), then wait. */
 async function reopenedBreakerCycle(cycle: number): Promise<string | null> {
-  const gov = onePodLane({ failThreshold: 1, baseCooldownMs: 150, backoffFactor: 2 });
+  const gov = onePodLane(4, { failThreshold: 1, baseCooldownMs: 150, backoffFactor: 2 });
   try {
     (await gov.acquire("L")).failed({ status: 503 });
     await sleep(200);
@@ -65,13 +68,19 @@ async function reopenedBreakerCycle(cycle: number): Promise<string | null> {
   }
 }
 
-/** A 429 with a 100–108 ms reset pauses the pod; a call 30–80 ms later waits for the pause's end. */
+/**
+ * A call waits behind a busy pod, whose call then fails with a 429 and a 100–108 ms reset: the
+ * pod is free but paused, and the waiter is granted when the pause ends. (A call that arrives
+ * while every pod is paused is refused at once with QuotaPausedError, so it waits first.)
+ */
 async function quotaPauseCycle(cycle: number): Promise<string | null> {
-  const gov = onePodLane();
+  const gov = onePodLane(1);
   try {
-    (await gov.acquire("L")).failed({ status: 429, retryAfterMs: 100 + (cycle % 9) });
-    await sleep(30 + (cycle % 51));
-    return await waitForGrant(gov, cycle);
+    const busy = await gov.acquire("L");
+    const waiter = waitForGrant(gov, cycle);
+    await sleep(cycle % 51);
+    busy.failed({ status: 429, retryAfterMs: 100 + (cycle % 9) });
+    return await waiter;
   } finally {
     gov.close();
   }
