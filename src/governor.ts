@@ -7,26 +7,15 @@ import { channel } from "node:diagnostics_channel";
 import { hostname } from "node:os";
 import { currentPriority } from "./context.js";
 import type { BreakerTransition } from "./core/breaker.js";
-import type { ArrivalBudget, ConcurrencyBudget } from "./core/budget.js";
+import type { ArrivalBudget } from "./core/budget.js";
 import { type Clock, systemClock } from "./core/clock.js";
-import {
-  BreakerOpenError,
-  ConfigError,
-  KeyLimitError,
-  QuotaPausedError,
-  type SluiceError,
-} from "./core/errors.js";
+import { BreakerOpenError, KeyLimitError, QuotaPausedError, type SluiceError } from "./core/errors.js";
 import { Emitter, type Event } from "./core/events.js";
 import { Lane } from "./core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
-import {
-  type GovernorOptions,
-  type ResolvedLane,
-  resolveLane,
-  validateGovernorOptions,
-} from "./core/options.js";
+import { type GovernorOptions, resolveGovernorOptions } from "./core/options.js";
 import { classifyOutcome, type FailureInput, type Outcome } from "./core/outcome.js";
-import { Pod } from "./core/pod.js";
+import type { Pod } from "./core/pod.js";
 import { PRIORITIES, type Priority, type Rank, rankOf } from "./core/priority.js";
 import {
   type GrantEvent,
@@ -36,8 +25,8 @@ import {
   type WidthEvent,
 } from "./core/scheduler.js";
 import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "./core/snapshot.js";
+import { Registry } from "./governor/registry.js";
 import { WakeTimer } from "./governor/timer.js";
-import { passThroughLease } from "./pass-through.js";
 import { MemoryStore } from "./store/memory.js";
 import type { Store } from "./store/store.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
@@ -89,13 +78,8 @@ export class Governor {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #scheduler: Scheduler;
-  readonly #lanes = new Map<string, Lane<Ticket>>();
-  readonly #passThrough = new Map<string, Lease>();
   readonly #store: Store;
-  readonly #groups = new Map<string, ConcurrencyBudget>();
-  readonly #keys = new Map<string, ArrivalBudget>();
-  readonly #pods = new Map<string, Pod>();
-  readonly #options: GovernorOptions;
+  readonly #registry: Registry;
   readonly #replica = `${hostname()}:${process.pid}`;
   readonly #timer: WakeTimer;
   #closed = false;
@@ -113,18 +97,11 @@ export class Governor {
   readonly onBreakerChange: Event<BreakerEvent> = this.#breakerChanges.event;
 
   constructor(options: GovernorOptions = {}) {
-    validateGovernorOptions(options);
-    this.#options = options;
-    this.#clock = options.clock ?? systemClock;
-    this.#random = options.random ?? Math.random;
-    this.#store = options.store ?? new MemoryStore();
-    for (const [name, g] of Object.entries(options.groups ?? {}))
-      this.#groups.set(name, this.#store.concurrency(`group:${name}`, g.limit, 0, name));
-    for (const [name, k] of Object.entries(options.keys ?? {}))
-      this.#keys.set(
-        name,
-        this.#store.arrival(`key:${name}`, k.maxInflight, rankOf(k.maxPriority ?? "interactive")!, name),
-      );
+    // Validated once, every default applied (STYLE G7): invalid options fail here, not later.
+    const resolved = resolveGovernorOptions(options);
+    this.#clock = resolved.clock ?? systemClock;
+    this.#random = resolved.random ?? Math.random;
+    this.#store = resolved.store ?? new MemoryStore();
     this.#scheduler = new Scheduler(
       {
         granted: (t) => this.#settleWaiter(t, undefined),
@@ -137,10 +114,9 @@ export class Governor {
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
     this.onWidthChange = this.#scheduler.onWidthChange.event;
-    // Validate every configured lane now: invalid options fail at construction (STYLE G7).
-    for (const [name, lane] of Object.entries(options.lanes ?? {}))
-      this.#createLane(name, lane, `lanes.${name}`);
-    resolveLane(undefined, options.defaults ?? {}, "defaults", options.groups ?? {});
+    this.#registry = new Registry(resolved, this.#store, this.#random, this.#owner, (lane, pod, t) =>
+      this.#onBreaker(lane, pod, t),
+    );
   }
 
   /**
@@ -151,15 +127,13 @@ export class Governor {
   acquire(lane: string, options: AcquireOptions = {}): Promise<Lease> {
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const pass = this.#passThrough.get(lane);
-    if (pass !== undefined) return Promise.resolve(pass);
-    const first = this.#lanes.get(lane) ?? this.#createLane(lane, undefined, `lanes.${lane}`);
-    if (first === null) return Promise.resolve(this.#passThrough.get(lane)!);
+    const first = this.#registry.lane(lane);
+    if (first === null) return Promise.resolve(this.#registry.passThrough.get(lane)!);
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority() ?? "default";
     const asked = rankOf(priority);
     if (asked === undefined) return Promise.reject(unknownPriority(priority));
-    const key = this.#key(options.key);
+    const key = this.#registry.key(options.key);
     const rank = capped(asked, key);
     const now = this.#clock.now();
     const laneState = this.#route(first, now, options.failFast === true);
@@ -191,9 +165,9 @@ export class Governor {
    * body is read (DESIGN §3.1 step 2). Undefined when it would be admitted or queued.
    */
   check(lane: string, options: { priority?: Priority; key?: string } = {}): SluiceError | undefined {
-    const laneState = this.#lanes.get(lane);
+    const laneState = this.#registry.lanes.get(lane);
     if (laneState === undefined) return undefined;
-    const key = this.#key(options.key);
+    const key = this.#registry.key(options.key);
     const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
     const routed = this.#route(laneState, this.#clock.now(), false);
     if (!(routed instanceof Lane)) return routed;
@@ -202,21 +176,21 @@ export class Governor {
 
   /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
   checkKey(key: string): SluiceError | undefined {
-    const k = this.#keys.get(key);
+    const k = this.#registry.keys.get(key);
     if (k === undefined || !k.full) return undefined;
     return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000);
   }
 
   /** Calls in flight on a group now (0 for an unknown group). */
   groupInflight(group: string): number {
-    return this.#groups.get(group)?.inflight ?? 0;
+    return this.#registry.groups.get(group)?.inflight ?? 0;
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
   laneStatus(
     lane: string,
   ): { inflight: number; queued: number; queueLimit: number; width: number } | undefined {
-    const l = this.#lanes.get(lane);
+    const l = this.#registry.lanes.get(lane);
     if (l === undefined) return undefined;
     return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
   }
@@ -228,12 +202,12 @@ export class Governor {
    * failFast and the quota refusal).
    */
   tryAcquire(lane: string, options: Omit<AcquireOptions, "signal" | "wait"> = {}): Lease | undefined {
-    const pass = this.#passThrough.get(lane);
+    const pass = this.#registry.passThrough.get(lane);
     if (pass !== undefined) return pass;
-    const laneState = this.#lanes.get(lane);
+    const laneState = this.#registry.lanes.get(lane);
     if (laneState === undefined || this.#closed) return undefined;
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
-    const key = this.#key(options.key);
+    const key = this.#registry.key(options.key);
     const now = this.#clock.now();
     if (laneState.pods !== null && this.#route(laneState, now, false) !== laneState) return undefined;
     const t = new Ticket(laneState, capped(asked, key), options.arrivedAt ?? now, key);
@@ -270,12 +244,12 @@ export class Governor {
 
   /** True while `pod`'s breaker is open and cooling down. A pure read: it takes no probe. */
   isTripped(pod: string): boolean {
-    return this.#pods.get(pod)?.breaker.isTripped(this.#clock.now()) ?? false;
+    return this.#registry.pods.get(pod)?.breaker.isTripped(this.#clock.now()) ?? false;
   }
 
   /** Reports server-side saturation (e.g. vLLM's waiting queue) as a congestion signal. */
   reportSaturation(pod: string): void {
-    const p = this.#pods.get(pod);
+    const p = this.#registry.pods.get(pod);
     if (p === undefined) return;
     const before = p.width.width;
     p.width.onCongestion(p.width.epoch, p.inflight);
@@ -285,35 +259,24 @@ export class Governor {
   /** The §4 snapshot: lanes, pods, groups, keys. Plain data. */
   snapshot(): Snapshot {
     const now = this.#clock.now();
-    const lanes = [...this.#lanes.values()];
+    const { lanes: laneMap, pods, groups, keys } = this.#registry;
+    const lanes = [...laneMap.values()];
     return {
       enabled: lanes.length > 0,
       generated_at: new Date().toISOString(),
       replica: this.#replica,
       lanes: lanes.map((l) => laneSnapshot(l, now)),
-      pods: [...this.#pods.values()].map((p) => podSnapshot(p, this.#lanesOf(p), now)),
-      groups: [...this.#groups].map(([name, g]) => groupSnapshot(name, g)),
-      keys: [...this.#keys].map(([name, k]) => keySnapshot(name, k)),
+      pods: [...pods.values()].map((p) => podSnapshot(p, this.#registry.lanesOf(p), now)),
+      groups: [...groups].map(([name, g]) => groupSnapshot(name, g)),
+      keys: [...keys].map(([name, k]) => keySnapshot(name, k)),
       accounts: [],
     };
-  }
-
-  /** The lanes that list `pod`, in the order they were created. */
-  #lanesOf(pod: Pod): string[] {
-    const names: string[] = [];
-    for (const lane of this.#lanes.values()) if (lane.pods?.includes(pod)) names.push(lane.name);
-    return names;
   }
 
   /** Stops the timer; later acquires reject. Waiters already queued keep their promises. */
   close(): void {
     this.#closed = true;
     this.#timer.stop();
-  }
-
-  /** The key's budget, or null for no key or one not configured (untracked). */
-  #key(name: string | undefined): ArrivalBudget | null {
-    return name === undefined ? null : (this.#keys.get(name) ?? null);
   }
 
   /** Where this governor's leases report their endings; kept off the public surface. */
@@ -400,7 +363,7 @@ export class Governor {
     const pausedMs = tripped ? undefined : lane.pausedFor(now);
     if (!tripped && pausedMs === undefined) return lane;
     const fallback =
-      lane.settings.fallback === undefined ? undefined : this.#lanes.get(lane.settings.fallback);
+      lane.settings.fallback === undefined ? undefined : this.#registry.lanes.get(lane.settings.fallback);
     if (fallback !== undefined) return fallback;
     if (pausedMs !== undefined) {
       const error = new QuotaPausedError(lane.name, lane.pods.length, Math.max(1000, pausedMs));
@@ -418,93 +381,6 @@ export class Governor {
     }
     const retryMs = Math.max(1000, Math.ceil((first?.breaker.reopensAt() ?? now) - now));
     return new BreakerOpenError(lane.name, first?.id ?? lane.name, retryMs);
-  }
-
-  /** Creates a lane from its options (or the defaults); returns null for a pass-through lane. */
-  #createLane(
-    name: string,
-    raw: GovernorOptions["lanes"] extends Record<string, infer L> | undefined ? L | undefined : never,
-    path: string,
-  ): Lane<Ticket> | null {
-    const groups = this.#options.groups ?? {};
-    const resolved: ResolvedLane = resolveLane(
-      raw,
-      raw === undefined ? (this.#options.defaults ?? {}) : {},
-      path,
-      groups,
-    );
-    if (resolved.limit === 0) {
-      this.#passThrough.set(name, passThroughLease(name));
-      return null;
-    }
-    const laneGroups = resolved.groups.map((g) => this.#groups.get(g)!);
-    const pods =
-      resolved.pods === undefined
-        ? null
-        : resolved.pods.map((p, i) => this.#pod(name, p, resolved, `${path}.pods[${i}]`));
-    const lane = new Lane<Ticket>(
-      name,
-      {
-        limit: resolved.limit,
-        reserve: resolved.reserve,
-        queueLimit: resolved.queueLimit,
-        queueTimeoutMs: resolved.queueTimeoutMs,
-        agingMs: resolved.agingMs,
-        fallback: resolved.fallback,
-      },
-      this.#store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name),
-      laneGroups,
-      pods,
-    );
-    lane.owner = this.#owner;
-    this.#lanes.set(name, lane);
-    return lane;
-  }
-
-  /**
-   * The pod at `p.id`, created on first use. One URL is one server: a pod listed by several lanes
-   * is one budget (width, breaker, in flight), so its settings must agree wherever it is listed.
-   */
-  #pod(
-    lane: string,
-    p: NonNullable<ResolvedLane["pods"]>[number],
-    resolved: ResolvedLane,
-    path: string,
-  ): Pod {
-    const existing = this.#pods.get(p.id);
-    const gpuGroup = p.gpuGroup === undefined ? null : this.#groups.get(p.gpuGroup)!;
-    if (existing !== undefined) {
-      if (existing.ceiling !== p.maxInflight)
-        throw new ConfigError(
-          `${path}.maxInflight`,
-          `${existing.ceiling}, as where ${p.id} is first listed (one URL is one pod, shared by its lanes)`,
-          p.maxInflight,
-        );
-      if (existing.group !== gpuGroup)
-        throw new ConfigError(
-          `${path}.gpuGroup`,
-          `the GPU group ${p.id} has where it is first listed`,
-          p.gpuGroup,
-        );
-      if (existing.adaptive !== (resolved.adaptive !== false))
-        throw new ConfigError(
-          `${path.replace(/\.pods\[\d+\]$/, "")}.adaptive`,
-          `the same adaptive setting as the other lanes of pod ${p.id}`,
-          resolved.adaptive,
-        );
-      return existing;
-    }
-    const pod = new Pod(
-      p.id,
-      p.maxInflight,
-      gpuGroup,
-      resolved.adaptive,
-      resolved.breaker,
-      this.#random,
-      (changed, tr) => this.#onBreaker(lane, changed, tr),
-    );
-    this.#pods.set(p.id, pod);
-    return pod;
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
