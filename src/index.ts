@@ -3,7 +3,6 @@
  * (no `export *` of internals).
  */
 
-export { currentPriority, withPriority } from "./context.js";
 export type { BreakerOptions } from "./core/breaker.js";
 export type { Clock } from "./core/clock.js";
 export {
@@ -33,5 +32,6 @@ export { classifyOutcome } from "./core/outcome.js";
 export type { Priority } from "./core/priority.js";
 export type { GrantEvent, RefusalEvent, ReleaseEvent, WidthEvent } from "./core/scheduler.js";
 export type { GroupSnapshot, KeySnapshot, LaneSnapshot, PodSnapshot, Snapshot } from "./core/snapshot.js";
-export { type AcquireOptions, type BreakerEvent, Governor } from "./governor.js";
-export type { CallContext, StreamOptions } from "./stream.js";
+export { currentPriority, withPriority } from "./governor/context.js";
+export { type AcquireOptions, type BreakerEvent, Governor } from "./governor/governor.js";
+export type { CallContext, StreamOptions } from "./governor/stream.js";

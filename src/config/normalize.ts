@@ -166,6 +166,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     // An unbounded lane (0) still queues for its pods: size the queue from them.
     queueLimit: m.queue_limit ?? defaultQueueLimit(limit || podSum),
     queueTimeoutMs: m.queue_timeout_s ?? raw.admission.queue_timeout_s,
+    maxQuotaPauseMs: m.max_quota_pause_s,
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
     mode: m.mode ?? raw.admission.mode,

@@ -156,6 +156,7 @@ const model = section(
     reserve: withDefault(int(0), DEFAULTS.lane.reserve),
     queue_limit: optional(int(0)),
     queue_timeout_s: optional(duration()),
+    max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     tpm: notBuilt(TOKEN_BUDGET, MEANWHILE_MODEL),
     rpm: notBuilt(REQUEST_BUDGET, MEANWHILE_MODEL),
     fallback: optional(name("a model name")),

@@ -50,6 +50,7 @@ describe("parseConfig", () => {
       reserve: 1,
       queueLimit: 128,
       queueTimeoutMs: 30_000,
+      maxQuotaPauseMs: 60_000,
       fallback: "qwen3-8b",
       upstreamApiKeyEnv: "QWEN_API_KEY",
       mode: "enforce",
@@ -78,6 +79,7 @@ describe("parseConfig", () => {
         reserve: 1,
         queueLimit: 128,
         queueTimeoutMs: 30_000,
+        maxQuotaPauseMs: 60_000,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
         breaker: { failThreshold: 1, baseCooldownMs: 500, maxCooldownMs: 30_000, backoffFactor: 2 },
@@ -87,6 +89,11 @@ describe("parseConfig", () => {
     assert.deepEqual(c.routes, []);
     assert.deepEqual(c.gpuGroups, {});
     assert.deepEqual(c.accounts, {});
+  });
+
+  test("max_quota_pause_s caps a model's quota pauses (seconds to ms; a negative one is refused by path)", () => {
+    assert.equal(parseConfig(config({}, { max_quota_pause_s: 5 })).models[0]!.maxQuotaPauseMs, 5000);
+    assert.equal(invalid(config({}, { max_quota_pause_s: -1 })).path, "models[0].max_quota_pause_s");
   });
 
   test("resolves max_queued 0 to max_concurrency and keeps an explicit value", () => {

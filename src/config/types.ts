@@ -86,7 +86,9 @@ export interface ModelConfig {
   readonly reserve: number;
   readonly queueLimit: number;
   readonly queueTimeoutMs: number;
-  /** Another model's name, used when every pod of this one is tripped. */
+  /** Longest a provider's quota signal (429 with a reset) pauses one of its pods. */
+  readonly maxQuotaPauseMs: number;
+  /** Another model's name, used when every pod of this one is tripped or quota-paused. */
   readonly fallback?: string;
   /** Name of the environment variable holding the upstream key; never the key itself. */
   readonly upstreamApiKeyEnv?: string;

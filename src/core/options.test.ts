@@ -36,6 +36,7 @@ describe("resolveGovernorOptions", () => {
       adaptive: { floor: DEFAULTS.adaptive.floor },
       breaker: { ...DEFAULTS.breaker },
       fallback: undefined,
+      maxQuotaPauseMs: DEFAULTS.quota.maxPauseMs,
     });
     assert.equal(o.defaults.limit, DEFAULTS.lane.limit, "a lane created on first use is pass-through");
     assert.deepEqual(o.keys.k, { maxInflight: 2, maxPriority: DEFAULTS.key.maxPriority });

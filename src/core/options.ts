@@ -45,8 +45,13 @@ export interface LaneOptions {
   adaptive?: { floor?: number } | false;
   /** Per-pod circuit breaker settings. */
   breaker?: BreakerOptions;
-  /** Lane to use when every pod of this one is tripped. */
+  /** Lane to use when every pod of this one is tripped or paused by a quota signal. */
   fallback?: string;
+  /**
+   * Longest a provider's quota signal (a 429 with `Retry-After` or a rate-limit reset) pauses a
+   * pod of this lane. **Default:** 60 000 ms. A pod listed by several lanes takes the first's.
+   */
+  maxQuotaPauseMs?: number;
 }
 
 /** Options of `new Governor(...)`. */
@@ -68,6 +73,11 @@ export interface GovernorOptions {
    * (budgets shared by several processes) plugs in here; see docs/architecture.md.
    */
   store?: Store;
+  /**
+   * The admission bound across every lane: at most `maxInflight` calls in flight, and at most
+   * `maxInflight + maxQueued` admitted and not yet ended (see `Governor.enter`). **Default:** none.
+   */
+  admission?: { maxInflight: number; maxQueued: number };
 }
 
 /** Adaptive width settings with every default applied. */
@@ -91,6 +101,7 @@ export interface ResolvedLane extends LaneSettings {
   pods: PodOptions[] | undefined;
   adaptive: AdaptiveSettings | false;
   breaker: BreakerSettings;
+  maxQuotaPauseMs: number;
 }
 
 /** A key with every default applied. */
@@ -209,6 +220,7 @@ const LANE_KEYS = [
   "adaptive",
   "breaker",
   "fallback",
+  "maxQuotaPauseMs",
 ] as const;
 
 /**
@@ -310,6 +322,8 @@ export function resolveLane(
     "a number ≥ 1",
     breaker.backoffFactor,
   );
+  const maxQuotaPauseMs = o.maxQuotaPauseMs ?? DEFAULTS.quota.maxPauseMs;
+  check(isNum(maxQuotaPauseMs, 0), `${path}.maxQuotaPauseMs`, "a number of ms ≥ 0", maxQuotaPauseMs);
   // The reserve is clamped, not refused: non-interactive work always keeps at least one slot.
   const reserve = clampReserve(reserveRaw, limit);
   return brand({
@@ -323,6 +337,7 @@ export function resolveLane(
     adaptive,
     breaker,
     fallback: o.fallback,
+    maxQuotaPauseMs,
   });
 }
 
@@ -333,7 +348,25 @@ export function resolveLane(
 export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): void {
   if (isResolvedOptions(o)) return;
   check(typeof o === "object" && o !== null, "options", "an object", o);
-  knownKeys(o, ["lanes", "defaults", "groups", "keys", "clock", "random"], "options");
+  knownKeys(o, ["lanes", "defaults", "groups", "keys", "clock", "random", "store", "admission"], "options");
+  if (o.admission !== undefined) {
+    check(typeof o.admission === "object" && o.admission !== null, "admission", "an object", o.admission);
+    knownKeys(o.admission, ["maxInflight", "maxQueued"], "admission");
+    check(
+      isInt(o.admission.maxInflight, 1),
+      "admission.maxInflight",
+      "an integer ≥ 1",
+      o.admission.maxInflight,
+    );
+    check(isInt(o.admission.maxQueued, 0), "admission.maxQueued", "an integer ≥ 0", o.admission.maxQueued);
+  }
+  if (o.store !== undefined)
+    check(
+      typeof o.store?.take === "function" && typeof o.store?.give === "function",
+      "store",
+      "a Store (e.g. new MemoryStore())",
+      o.store,
+    );
   for (const [name, g] of Object.entries(o.groups ?? {})) {
     check(isInt(g?.limit, 1), `groups.${name}.limit`, "an integer ≥ 1", g?.limit);
   }

@@ -14,7 +14,7 @@ import type { GatewayConfig, ModelConfig } from "../config/schema.js";
 import type { SluiceError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
 import type { Priority } from "../core/priority.js";
-import type { Governor } from "../governor.js";
+import type { Governor } from "../governor/governor.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { Authenticator, Caller } from "./auth.js";
 import type { BufferBudget, GatewayBound } from "./bounds.js";

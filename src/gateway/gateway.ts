@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
 import type { GatewayConfig, ModelConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
-import { Governor } from "../governor.js";
+import { Governor } from "../governor/governor.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { Authenticator } from "./auth.js";
 import { BufferBudget, GatewayBound } from "./bounds.js";

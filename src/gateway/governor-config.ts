@@ -75,5 +75,6 @@ function lane(config: GatewayConfig, m: ModelConfig, accountGroup: string | unde
     // The polling settings stay with the gateway (saturation.ts); the core's width needs the floor.
     adaptive: m.adaptive === false ? false : { floor: m.adaptive.floor },
     breaker: m.breaker,
+    maxQuotaPauseMs: m.maxQuotaPauseMs,
   };
 }

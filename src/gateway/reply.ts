@@ -6,7 +6,7 @@
 import type { ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { isSluiceError } from "../core/errors.js";
-import type { Governor } from "../governor.js";
+import type { Governor } from "../governor/governor.js";
 import { HttpError, sendHttpError } from "./http-error.js";
 import { type LaneNumbers, sendRefusal } from "./refusal.js";
 

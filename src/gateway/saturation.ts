@@ -7,7 +7,7 @@
 import type { Logger } from "pino";
 import { request } from "undici";
 import type { ModelConfig } from "../config/schema.js";
-import type { Governor } from "../governor.js";
+import type { Governor } from "../governor/governor.js";
 import { isSaturated, parseVllmMetrics } from "./vllm-metrics.js";
 
 interface Watched {

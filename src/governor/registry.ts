@@ -4,6 +4,7 @@
  * every budget made by the store, so a store that shares budgets across processes finds them by
  * the same keys (`lane:NAME`, `group:NAME`, `key:NAME`).
  */
+import type { AdmissionBudget } from "../core/admission.js";
 import type { BreakerTransition } from "../core/breaker.js";
 import type { ArrivalBudget, ConcurrencyBudget } from "../core/budget.js";
 import { ConfigError } from "../core/errors.js";
@@ -12,8 +13,8 @@ import type { Lease, Ticket, TicketOwner } from "../core/lease.js";
 import type { PodOptions, ResolvedLane, ResolvedOptions } from "../core/options.js";
 import { Pod } from "../core/pod.js";
 import { rankOf } from "../core/priority.js";
-import { passThroughLease } from "../pass-through.js";
 import type { Store } from "../store/store.js";
+import { passThroughLease } from "./pass-through.js";
 
 /** Told when a pod's breaker changes: the lane that created the pod, the pod, the transition. */
 export type BreakerListener = (lane: string, pod: Pod, transition: BreakerTransition) => void;
@@ -26,6 +27,8 @@ export class Registry {
   readonly keys = new Map<string, ArrivalBudget>();
   /** One pod per URL, whichever lanes list it. */
   readonly pods = new Map<string, Pod>();
+  /** The admission bound across every lane, when configured: on every lane's path. */
+  readonly admission: AdmissionBudget | null;
 
   constructor(
     readonly options: ResolvedOptions,
@@ -34,6 +37,9 @@ export class Registry {
     readonly owner: TicketOwner,
     readonly onBreaker: BreakerListener,
   ) {
+    const a = options.admission;
+    this.admission =
+      a === undefined ? null : store.admission("admission", a.maxInflight, a.maxQueued, "gateway");
     for (const [name, g] of Object.entries(options.groups))
       this.groups.set(name, store.concurrency(`group:${name}`, g.limit, 0, name));
     for (const [name, k] of Object.entries(options.keys))
@@ -74,7 +80,10 @@ export class Registry {
       name,
       resolved,
       this.store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name),
-      resolved.groups.map((g) => this.groups.get(g)!),
+      [
+        ...(this.admission === null ? [] : [this.admission]),
+        ...resolved.groups.map((g) => this.groups.get(g)!),
+      ],
       pods,
     );
     lane.owner = this.owner;
@@ -112,6 +121,7 @@ export class Registry {
       this.random,
       (changed, tr) => this.onBreaker(lane, changed, tr),
     );
+    pod.maxQuotaPauseMs = resolved.maxQuotaPauseMs;
     this.pods.set(p.id, pod);
     return pod;
   }

@@ -4,7 +4,7 @@ import { Registry } from "prom-client";
 import { ManualClock } from "../core/clock.js";
 import { QueueFullError, QueueTimeoutError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
-import { Governor } from "../governor.js";
+import { Governor } from "../governor/governor.js";
 import { METRICS, MetricIds, type MetricName, QUEUE_WAIT_BUCKETS_S, REFUSAL_REASONS } from "./names.js";
 import { PrometheusMetrics } from "./prometheus.js";
 

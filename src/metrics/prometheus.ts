@@ -7,7 +7,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Snapshot } from "../core/snapshot.js";
-import type { Governor } from "../governor.js";
+import type { Governor } from "../governor/governor.js";
 import {
   type LabelsOf,
   METRIC_PREFIX,

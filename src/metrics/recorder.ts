@@ -7,7 +7,7 @@
  * payloads only for subscribers, and gauges are read from the snapshot at scrape time instead.
  */
 import type { SluiceError } from "../core/errors.js";
-import type { Governor } from "../governor.js";
+import type { Governor } from "../governor/governor.js";
 import { MetricIds, NO_LANE, PRIORITY_LABELS, type TokenKind } from "./names.js";
 import type { MetricSink } from "./sink.js";
 

@@ -7,6 +7,7 @@
  * same interface: `take` becomes one atomic script over every budget on the path, with time from
  * the store, and budgets are found by name so every replica counts against the same key.
  */
+import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import type { Rank } from "../core/priority.js";
@@ -20,6 +21,8 @@ export interface Store {
    * budget. A later call with another limit gets the first one (callers check for conflicts).
    */
   concurrency(key: string, limit: number, reserve?: number, name?: string): ConcurrencyBudget;
+  /** The admission bound (in flight across lanes, and admitted requests) stored under `key`. */
+  admission(key: string, maxInflight: number, maxQueued: number, name?: string): AdmissionBudget;
   /** The arrival budget (in flight + queued) stored under `key`, created on first use. */
   arrival(key: string, limit: number, maxRank?: Rank, name?: string): ArrivalBudget;
   /**

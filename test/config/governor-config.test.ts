@@ -19,7 +19,7 @@ import {
   resolveGovernorOptions,
 } from "../../src/core/options.js";
 import { GATEWAY_GROUP, governorOptions } from "../../src/gateway/governor-config.js";
-import { Governor } from "../../src/governor.js";
+import { Governor } from "../../src/governor/governor.js";
 
 /** The same settings written as a library user would, through no brand: what the validator sees. */
 function asLibraryOptions(o: ResolvedOptions): GovernorOptions {

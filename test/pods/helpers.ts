@@ -6,7 +6,7 @@ import { ManualClock } from "../../src/core/clock.js";
 import type { Lease } from "../../src/core/lease.js";
 import type { LaneOptions, PodOptions } from "../../src/core/options.js";
 import type { PodSnapshot } from "../../src/core/snapshot.js";
-import { Governor } from "../../src/governor.js";
+import { Governor } from "../../src/governor/governor.js";
 
 /** Runs every microtask queued so far, and those they queue. */
 export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

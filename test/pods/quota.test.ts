@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { ManualClock } from "../../src/core/clock.js";
 import { isQuotaPausedError, QuotaPausedError } from "../../src/core/errors.js";
 import { FLOOR_REST_MS } from "../../src/core/pod.js";
-import { Governor } from "../../src/governor.js";
+import { Governor } from "../../src/governor/governor.js";
 import { acquireNow, flush, LANE, pods, rig, watch } from "./helpers.js";
 
 describe("quota signals", () => {

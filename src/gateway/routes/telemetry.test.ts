@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { ManualClock } from "../../core/clock.js";
 import type { Snapshot } from "../../core/snapshot.js";
-import { Governor } from "../../governor.js";
+import { Governor } from "../../governor/governor.js";
 import { PrometheusMetrics } from "../../metrics/prometheus.js";
 import { serveMetrics } from "./metrics.js";
 import { type SnapshotSource, serveLanes, TelemetryStreams } from "./telemetry.js";

@@ -3,7 +3,7 @@
  * tags everything `fn` starts, including sub-tasks, the way seed 002 used a ContextVar.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { type Priority, parsePriority } from "./core/priority.js";
+import { type Priority, parsePriority } from "../core/priority.js";
 
 const storage = new AsyncLocalStorage<Priority>();
 

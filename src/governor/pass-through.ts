@@ -2,7 +2,7 @@
  * A lane with `limit: 0` is a pass-through (DESIGN §2): no waiting, no counting, one branch of
  * overhead. Its lease is created once per lane and shared; every ending is a no-op.
  */
-import type { Lease } from "./core/lease.js";
+import type { Lease } from "../core/lease.js";
 
 export function passThroughLease(lane: string): Lease {
   const done = () => {};

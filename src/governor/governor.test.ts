@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { currentPriority, withPriority } from "./context.js";
-import { ManualClock } from "./core/clock.js";
+import { ManualClock } from "../core/clock.js";
 import {
   ConfigError,
   isQueueFullError,
@@ -10,9 +9,10 @@ import {
   QueueTimeoutError,
   SluiceError,
   TimeoutError,
-} from "./core/errors.js";
-import type { Lease } from "./core/lease.js";
-import type { GovernorOptions } from "./core/options.js";
+} from "../core/errors.js";
+import type { Lease } from "../core/lease.js";
+import type { GovernorOptions } from "../core/options.js";
+import { currentPriority, withPriority } from "./context.js";
 import { Governor } from "./governor.js";
 
 const flush = () => new Promise((r) => setImmediate(r));

@@ -5,10 +5,10 @@
  * any item releases first, backs off, and re-acquires with the original arrival time; a queue
  * timeout is the caller's answer and is never retried.
  */
-import type { Clock } from "./core/clock.js";
-import { isSluiceError } from "./core/errors.js";
-import type { Lease } from "./core/lease.js";
-import { classifyOutcome } from "./core/outcome.js";
+import type { Clock } from "../core/clock.js";
+import { isSluiceError } from "../core/errors.js";
+import type { Lease } from "../core/lease.js";
+import { classifyOutcome } from "../core/outcome.js";
 import type { AcquireOptions } from "./governor.js";
 
 /** What `run`/`stream` hand the call. */

@@ -5,31 +5,31 @@
  */
 import { channel } from "node:diagnostics_channel";
 import { hostname } from "node:os";
-import { currentPriority } from "./context.js";
-import type { BreakerTransition } from "./core/breaker.js";
-import type { ArrivalBudget } from "./core/budget.js";
-import { type Clock, systemClock } from "./core/clock.js";
-import { BreakerOpenError, KeyLimitError, QuotaPausedError, type SluiceError } from "./core/errors.js";
-import { Emitter, type Event } from "./core/events.js";
-import { Lane } from "./core/lane.js";
-import { type Lease, Ticket, type TicketOwner } from "./core/lease.js";
-import { type GovernorOptions, resolveGovernorOptions } from "./core/options.js";
-import { classifyOutcome, type FailureInput, type Outcome } from "./core/outcome.js";
-import type { Pod } from "./core/pod.js";
-import { PRIORITIES, type Priority, type Rank, rankOf } from "./core/priority.js";
+import type { BreakerTransition } from "../core/breaker.js";
+import type { ArrivalBudget } from "../core/budget.js";
+import { type Clock, systemClock } from "../core/clock.js";
+import { BreakerOpenError, KeyLimitError, QuotaPausedError, type SluiceError } from "../core/errors.js";
+import { Emitter, type Event } from "../core/events.js";
+import { Lane } from "../core/lane.js";
+import { type Lease, Ticket, type TicketOwner } from "../core/lease.js";
+import { type GovernorOptions, resolveGovernorOptions } from "../core/options.js";
+import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
+import type { Pod } from "../core/pod.js";
+import { PRIORITIES, type Priority, type Rank, rankOf } from "../core/priority.js";
 import {
   type GrantEvent,
   type RefusalEvent,
   type ReleaseEvent,
   Scheduler,
   type WidthEvent,
-} from "./core/scheduler.js";
-import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "./core/snapshot.js";
-import { Registry } from "./governor/registry.js";
-import { WakeTimer } from "./governor/timer.js";
-import { MemoryStore } from "./store/memory.js";
-import type { Store } from "./store/store.js";
+} from "../core/scheduler.js";
+import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "../core/snapshot.js";
+import { MemoryStore } from "../store/memory.js";
+import type { Store } from "../store/store.js";
+import { currentPriority } from "./context.js";
+import { Registry } from "./registry.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
+import { WakeTimer } from "./timer.js";
 
 /** Options of one `acquire`. */
 export interface AcquireOptions {
