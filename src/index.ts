@@ -32,6 +32,7 @@ export { classifyOutcome } from "./core/outcome.js";
 export type { Priority } from "./core/priority.js";
 export type { GrantEvent, RefusalEvent, ReleaseEvent, WidthEvent } from "./core/scheduler.js";
 export type { GroupSnapshot, KeySnapshot, LaneSnapshot, PodSnapshot, Snapshot } from "./core/snapshot.js";
+export type { AcquireOptions, BreakerEvent } from "./governor/acquire-options.js";
 export { currentPriority, withPriority } from "./governor/context.js";
-export { type AcquireOptions, type BreakerEvent, Governor } from "./governor/governor.js";
+export { Governor } from "./governor/governor.js";
 export type { CallContext, StreamOptions } from "./governor/stream.js";

@@ -32,10 +32,19 @@ export function rankOf(value: unknown): Rank | undefined {
 
 /** Parses a class name, throwing a `TypeError` that names the allowed ones. */
 export function parsePriority(value: unknown, where = "priority"): Priority {
-  if (rankOf(value) === undefined) {
-    throw new TypeError(`${where} must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(value)}`);
-  }
+  rankOrThrow(value, where);
   return value as Priority;
+}
+
+/**
+ * The rank of a class, or the one `TypeError` for a value that is not a class — the same
+ * wherever a class is asked for (acquire, tryAcquire, check, withPriority).
+ */
+export function rankOrThrow(value: unknown, where = "priority"): Rank {
+  const rank = rankOf(value);
+  if (rank === undefined)
+    throw new TypeError(`${where} must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(value)}`);
+  return rank;
 }
 
 /**

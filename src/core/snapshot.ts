@@ -3,6 +3,7 @@
  * `gov.snapshot()`, `/api/telemetry/lanes` and `sluice status`. Field names are snake_case
  * because this is a wire format read by dashboards and other languages.
  */
+import type { AdmissionBudget } from "./admission.js";
 import type { ArrivalBudget, ConcurrencyBudget } from "./budget.js";
 import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
 import type { Pod } from "./pod.js";
@@ -60,6 +61,17 @@ export interface KeySnapshot {
   queued: number;
 }
 
+/** The admission bound across every lane (when one is set). */
+export interface AdmissionSnapshot {
+  /** Calls in flight across every lane, and their limit. */
+  inflight: number;
+  max_inflight: number;
+  /** Requests admitted and not yet ended (sending their body, waiting, or in flight). */
+  admitted: number;
+  /** How many may be admitted beyond `max_inflight`. */
+  max_queued: number;
+}
+
 export interface Snapshot {
   enabled: boolean;
   generated_at: string;
@@ -69,6 +81,7 @@ export interface Snapshot {
   groups: GroupSnapshot[];
   keys: KeySnapshot[];
   accounts: never[];
+  admission?: AdmissionSnapshot;
 }
 
 const seconds = (ms: number): number => Math.round(ms) / 1000;
@@ -119,4 +132,8 @@ export function groupSnapshot(name: string, b: ConcurrencyBudget): GroupSnapshot
 
 export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
   return { key: name, max_inflight: k.limit, inflight: k.inflight, queued: k.queued };
+}
+
+export function admissionSnapshot(a: AdmissionBudget): AdmissionSnapshot {
+  return { inflight: a.inflight, max_inflight: a.maxInflight, admitted: a.entered, max_queued: a.maxQueued };
 }

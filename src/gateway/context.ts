@@ -17,7 +17,7 @@ import type { Priority } from "../core/priority.js";
 import type { Governor } from "../governor/governor.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { Authenticator, Caller } from "./auth.js";
-import type { BufferBudget, GatewayBound } from "./bounds.js";
+import type { BufferBudget } from "./buffer-budget.js";
 import { type HttpError, unknownModel } from "./http-error.js";
 import type { ShadowLane } from "./shadow.js";
 import type { Upstreams } from "./upstreams.js";
@@ -43,7 +43,6 @@ export interface GatewayParts {
   readonly models: ReadonlyMap<string, ModelConfig>;
   /** The shadow-mode state of every model in shadow mode; enforce-mode models have none. */
   readonly shadows: ReadonlyMap<string, ShadowLane>;
-  readonly bound: GatewayBound;
   readonly buffers: BufferBudget;
   /** Bounds a body streamed through gets while it is forwarded. */
   readonly bodyLimits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
@@ -97,7 +96,7 @@ export class RequestContext {
   claim: Claim | null = null;
 
   // ---- what it holds (admit, read body, wait) ----
-  /** Holds the gateway bound (taken by admit, given back by settle). */
+  /** Holds the Governor's admission bound (entered by admit, left by settle). */
   admitted = false;
   /** The buffered body (replayable to another pod), or null while it streams straight through. */
   body: Buffer | null = null;

@@ -11,9 +11,9 @@ import type { Clock } from "../core/clock.js";
 import { Governor } from "../governor/governor.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { Authenticator } from "./auth.js";
-import { BufferBudget, GatewayBound } from "./bounds.js";
+import { BufferBudget } from "./buffer-budget.js";
 import { type GatewayParts, RequestContext } from "./context.js";
-import { GATEWAY_GROUP, governorOptions } from "./governor-config.js";
+import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { runPhases } from "./pipeline.js";
 import { sendError } from "./reply.js";
@@ -64,7 +64,7 @@ export class Gateway {
       headersTimeoutMs: 300_000,
       bodyTimeoutMs: 300_000,
     });
-    const { maxConcurrency, maxQueued, maxBufferedBytes, maxBodyBytes, bodyTimeoutMs } = config.admission;
+    const { maxBufferedBytes, maxBodyBytes, bodyTimeoutMs } = config.admission;
     this.#parts = {
       config,
       governor,
@@ -74,7 +74,6 @@ export class Gateway {
       upstreams: this.#upstreams,
       models,
       shadows,
-      bound: new GatewayBound(maxConcurrency, maxQueued, () => governor.groupInflight(GATEWAY_GROUP)),
       buffers: new BufferBudget(maxBufferedBytes),
       bodyLimits: { maxBodyBytes, bodyTimeoutMs },
       draining: false,
@@ -118,7 +117,7 @@ export class Gateway {
   async drain(): Promise<void> {
     this.#parts.draining = true;
     this.#streams.closeAll();
-    await this.#parts.bound.whenIdle();
+    await this.governor.whenIdle();
     await this.close();
   }
 

@@ -2,9 +2,9 @@
  * The gateway's config as the Governor's resolved options, in one mapping and with no second
  * validation: `parseConfig` has already checked every value the library validator would (a test,
  * test/config/governor-config.test.ts, runs the library validator on this output to keep it so).
- * Each model is a lane; the gateway's `admission.max_concurrency` and each account's
- * `max_inflight` are groups every lane on their path joins; bounded GPU groups are groups a lane
- * or its pods join.
+ * Each model is a lane; `admission.max_concurrency` / `max_queued` are the Governor's admission
+ * bound (on every lane's path); each account's `max_inflight` is a group every lane of the account
+ * joins; bounded GPU groups are groups a lane or its pods join.
  */
 import { laneLimit } from "../config/reach.js";
 import type { GatewayConfig, ModelConfig } from "../config/types.js";
@@ -17,18 +17,13 @@ import {
   type ResolvedOptions,
 } from "../core/options.js";
 
-/** The group that bounds in flight across the whole gateway. */
-export const GATEWAY_GROUP = "gateway";
-
 /** The Governor's group for a bounded GPU group of the config. */
 const gpu = (name: string) => `gpu:${name}`;
 /** The Governor's group for an account of the config. */
 const account = (name: string) => `account:${name}`;
 
 export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedOptions {
-  const groups: Record<string, { limit: number }> = {
-    [GATEWAY_GROUP]: { limit: config.admission.maxConcurrency },
-  };
+  const groups: Record<string, { limit: number }> = {};
   for (const [name, g] of Object.entries(config.gpuGroups)) groups[gpu(name)] = { limit: g.maxInflight };
   const accountOf = new Map<string, string>();
   for (const [name, a] of Object.entries(config.accounts)) {
@@ -47,6 +42,8 @@ export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedO
     defaults: passThroughLane(),
     groups,
     keys,
+    // The gateway bound: in flight across every lane, and requests admitted before their body.
+    admission: { maxInflight: config.admission.maxConcurrency, maxQueued: config.admission.maxQueued },
     ...(clock ? { clock } : {}),
   });
 }
@@ -62,7 +59,6 @@ function lane(config: GatewayConfig, m: ModelConfig, accountGroup: string | unde
     agingMs: config.admission.agingMs,
     fallback: m.fallback,
     groups: [
-      GATEWAY_GROUP,
       ...(bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : []),
       ...(accountGroup === undefined ? [] : [accountGroup]),
     ],

@@ -8,14 +8,14 @@ import { hostname } from "node:os";
 import type { BreakerTransition } from "../core/breaker.js";
 import type { ArrivalBudget } from "../core/budget.js";
 import { type Clock, systemClock } from "../core/clock.js";
-import { BreakerOpenError, KeyLimitError, QuotaPausedError, type SluiceError } from "../core/errors.js";
+import { KeyLimitError, type SluiceError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
 import { Lane } from "../core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "../core/lease.js";
 import { type GovernorOptions, resolveGovernorOptions } from "../core/options.js";
 import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
 import type { Pod } from "../core/pod.js";
-import { PRIORITIES, type Priority, type Rank, rankOf } from "../core/priority.js";
+import { type Priority, type Rank, rankOrThrow } from "../core/priority.js";
 import {
   type GrantEvent,
   type RefusalEvent,
@@ -23,39 +23,15 @@ import {
   Scheduler,
   type WidthEvent,
 } from "../core/scheduler.js";
-import { groupSnapshot, keySnapshot, laneSnapshot, podSnapshot, type Snapshot } from "../core/snapshot.js";
+import type { Snapshot } from "../core/snapshot.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
+import type { AcquireOptions, BreakerEvent } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { Registry } from "./registry.js";
+import { route } from "./route.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
 import { WakeTimer } from "./timer.js";
-
-/** Options of one `acquire`. */
-export interface AcquireOptions {
-  /** Class of this call. **Default:** the surrounding `withPriority`, else `"default"`. */
-  priority?: Priority;
-  /** Key (tenant) the call counts against; its `maxPriority` caps `priority`. */
-  key?: string;
-  /** Estimated tokens. Accepted for the token budgets (`tpm`) of a later release; not used yet. */
-  tokens?: number;
-  /** Abort while waiting removes the waiter and rejects with `signal.reason`. */
-  signal?: AbortSignal;
-  /** Original arrival time (clock ms), kept across reconnects so aging continues. */
-  arrivedAt?: number;
-  /** When every pod of the lane is tripped, reject with `BreakerOpenError` instead of waiting. */
-  failFast?: boolean;
-  /** `false`: take a slot only if one is free now, else reject with `QueueFullError` (reason `no_wait`). **Default:** true. */
-  wait?: boolean;
-}
-
-/** Payload of `onBreakerChange`. */
-export interface BreakerEvent {
-  lane: string;
-  pod: string;
-  from: BreakerTransition["from"];
-  to: BreakerTransition["to"];
-}
 
 const grantChannel = channel("sluice:lease:grant");
 const releaseChannel = channel("sluice:lease:release");
@@ -84,6 +60,8 @@ export class Governor {
   readonly #timer: WakeTimer;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
+  /** Set while someone waits for the last admitted request to leave. */
+  #idle: { promise: Promise<void>; resolve: () => void } | null = null;
 
   /** A lease was granted (typed, opt-in: payloads are built only when someone listens). */
   readonly onGrant: Event<GrantEvent>;
@@ -131,12 +109,16 @@ export class Governor {
     if (first === null) return Promise.resolve(this.#registry.passThrough.get(lane)!);
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority() ?? "default";
-    const asked = rankOf(priority);
-    if (asked === undefined) return Promise.reject(unknownPriority(priority));
+    let asked: Rank;
+    try {
+      asked = rankOrThrow(priority);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const key = this.#registry.key(options.key);
     const rank = capped(asked, key);
     const now = this.#clock.now();
-    const laneState = this.#route(first, now, options.failFast === true);
+    const laneState = route(this.#registry, this.#scheduler, first, now, options.failFast === true);
     if (!(laneState instanceof Lane)) return Promise.reject(laneState);
     const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
     if (signal !== undefined) t.abort = { signal, detach: null };
@@ -169,7 +151,7 @@ export class Governor {
     if (laneState === undefined) return undefined;
     const key = this.#registry.key(options.key);
     const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
-    const routed = this.#route(laneState, this.#clock.now(), false);
+    const routed = route(this.#registry, this.#scheduler, laneState, this.#clock.now(), false);
     if (!(routed instanceof Lane)) return routed;
     return this.#scheduler.precheck(routed, rank, key) ?? undefined;
   }
@@ -181,9 +163,52 @@ export class Governor {
     return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000);
   }
 
-  /** Calls in flight on a group now (0 for an unknown group). */
-  groupInflight(group: string): number {
-    return this.#registry.groups.get(group)?.inflight ?? 0;
+  /**
+   * The admission bound's refusal for one more request now (`options.admission`: too many
+   * admitted and not yet ended), with a Retry-After from the drain rate; undefined when it fits
+   * or no bound is set. Counts nothing: checked before a request body is read.
+   */
+  admissionRefusal(): SluiceError | undefined {
+    const error = this.#registry.admission?.refusal();
+    if (error !== undefined && this.#scheduler.onRefusal.size > 0)
+      this.#scheduler.onRefusal.emit({ lane: error.lane, error });
+    return error;
+  }
+
+  /**
+   * Counts one request as admitted until `leave()`: from before its body is read to its end,
+   * whatever lane it goes to. Call after `admissionRefusal()` said it fits (or to let it through
+   * anyway in shadow mode); every `enter()` needs exactly one `leave()`.
+   */
+  enter(): void {
+    this.#registry.admission?.enter();
+  }
+
+  /** An admitted request ended (answered, refused later, or abandoned). */
+  leave(): void {
+    const admission = this.#registry.admission;
+    if (admission === null || !admission.leave() || this.#idle === null) return;
+    const { resolve } = this.#idle;
+    this.#idle = null;
+    resolve();
+  }
+
+  /** Requests admitted and not yet left (0 without an admission bound). */
+  get admitted(): number {
+    return this.#registry.admission?.entered ?? 0;
+  }
+
+  /** Resolves once no admitted request is left (a draining gateway waits on it). */
+  whenIdle(): Promise<void> {
+    if (this.admitted === 0) return Promise.resolve();
+    if (this.#idle === null) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => {
+        resolve = r;
+      });
+      this.#idle = { promise, resolve };
+    }
+    return this.#idle.promise;
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
@@ -209,7 +234,11 @@ export class Governor {
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
     const key = this.#registry.key(options.key);
     const now = this.#clock.now();
-    if (laneState.pods !== null && this.#route(laneState, now, false) !== laneState) return undefined;
+    if (
+      laneState.pods !== null &&
+      route(this.#registry, this.#scheduler, laneState, now, false) !== laneState
+    )
+      return undefined;
     const t = new Ticket(laneState, capped(asked, key), options.arrivedAt ?? now, key);
     if (!this.#scheduler.grantIfFree(t, now)) return undefined;
     if (grantChannel.hasSubscribers) grantChannel.publish(t);
@@ -256,21 +285,9 @@ export class Governor {
     if (p.width.width !== before) this.#timer.arm();
   }
 
-  /** The §4 snapshot: lanes, pods, groups, keys. Plain data. */
+  /** The snapshot: lanes, pods, groups, keys, the admission bound. Plain data. */
   snapshot(): Snapshot {
-    const now = this.#clock.now();
-    const { lanes: laneMap, pods, groups, keys } = this.#registry;
-    const lanes = [...laneMap.values()];
-    return {
-      enabled: lanes.length > 0,
-      generated_at: new Date().toISOString(),
-      replica: this.#replica,
-      lanes: lanes.map((l) => laneSnapshot(l, now)),
-      pods: [...pods.values()].map((p) => podSnapshot(p, this.#registry.lanesOf(p), now)),
-      groups: [...groups].map(([name, g]) => groupSnapshot(name, g)),
-      keys: [...keys].map(([name, k]) => keySnapshot(name, k)),
-      accounts: [],
-    };
+    return this.#registry.snapshot(this.#clock.now(), this.#replica);
   }
 
   /** Stops the timer; later acquires reject. Waiters already queued keep their promises. */
@@ -290,7 +307,10 @@ export class Governor {
   #end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
     const outcome = outcomeKnown ? (failure === undefined ? SUCCESS : classifyOutcome(failure)) : null;
     const now = this.#clock.now();
+    const granted = t.state === "granted";
     this.#scheduler.end(t, outcome, now);
+    // The admission bound's drain rate: how long calls hold their slot, over every lane.
+    if (granted) this.#registry.admission?.hold.record(now - t.grantedAt);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
     this.#timer.arm(now);
   }
@@ -308,9 +328,12 @@ export class Governor {
   /** Re-dispatch after a refusal before the pod started the call. */
   #retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
     const outcome = classifyOutcome(failure ?? { refused: true });
-    const result = this.#scheduler.redispatch(t, outcome, this.#clock.now());
+    // One reading of the clock for the re-dispatch and the re-arm: a cooldown or pause it starts
+    // that ends between two readings would be seen by neither (issue 14).
+    const now = this.#clock.now();
+    const result = this.#scheduler.redispatch(t, outcome, now);
     if (result !== "queued") {
-      this.#timer.arm();
+      this.#timer.arm(now);
       return Promise.resolve(result === "dispatched");
     }
     const waiting = new Promise<boolean>((resolve) => {
@@ -318,9 +341,9 @@ export class Governor {
     });
     const signal = t.abort?.signal;
     if (signal?.aborted) {
-      if (this.#scheduler.cancel(t, this.#clock.now())) this.#settleWaiter(t, signal.reason);
+      if (this.#scheduler.cancel(t, now)) this.#settleWaiter(t, signal.reason);
     } else if (signal !== undefined) this.#listenForAbort(t, signal);
-    this.#timer.arm();
+    this.#timer.arm(now);
     return waiting;
   }
 
@@ -351,38 +374,6 @@ export class Governor {
     } else resolve?.(Promise.reject(error));
   }
 
-  /**
-   * Where a call for `lane` goes now. A lane whose pods are all tripped, or all held by a quota
-   * pause, sends its calls to its fallback lane. Without one: a quota pause is refused at once
-   * (`QuotaPausedError`, Retry-After = the pause left: waiting would only run into the queue
-   * timeout), tripped pods with `failFast` too (`BreakerOpenError`); otherwise the call waits.
-   */
-  #route(lane: Lane<Ticket>, now: number, failFast: boolean): Lane<Ticket> | SluiceError {
-    if (lane.pods === null) return lane;
-    const tripped = lane.allTripped(now);
-    const pausedMs = tripped ? undefined : lane.pausedFor(now);
-    if (!tripped && pausedMs === undefined) return lane;
-    const fallback =
-      lane.settings.fallback === undefined ? undefined : this.#registry.lanes.get(lane.settings.fallback);
-    if (fallback !== undefined) return fallback;
-    if (pausedMs !== undefined) {
-      const error = new QuotaPausedError(lane.name, lane.pods.length, Math.max(1000, pausedMs));
-      if (this.#scheduler.onRefusal.size > 0) this.#scheduler.onRefusal.emit({ lane: lane.name, error });
-      return error;
-    }
-    return failFast ? this.#breakerOpen(lane, now) : lane;
-  }
-
-  #breakerOpen(lane: Lane<Ticket>, now: number): SluiceError {
-    let first: Pod | undefined;
-    for (const pod of lane.pods ?? []) {
-      if (first === undefined || (pod.breaker.reopensAt() ?? 0) < (first.breaker.reopensAt() ?? 0))
-        first = pod;
-    }
-    const retryMs = Math.max(1000, Math.ceil((first?.breaker.reopensAt() ?? now) - now));
-    return new BreakerOpenError(lane.name, first?.id ?? lane.name, retryMs);
-  }
-
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
     if (this.#breakerChanges.size > 0)
       this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
@@ -392,15 +383,4 @@ export class Governor {
 /** A class's rank, lowered to the highest class the key may claim. */
 function capped(rank: Rank, key: ArrivalBudget | null): Rank {
   return key === null ? rank : key.cap(rank);
-}
-
-/** The one error for a class that is not one, wherever it is asked for (acquire, tryAcquire, check). */
-function unknownPriority(value: unknown): TypeError {
-  return new TypeError(`priority must be one of ${PRIORITIES.join(", ")}; got ${JSON.stringify(value)}`);
-}
-
-function rankOrThrow(value: unknown): Rank {
-  const rank = rankOf(value);
-  if (rank === undefined) throw unknownPriority(value);
-  return rank;
 }

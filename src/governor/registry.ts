@@ -13,6 +13,14 @@ import type { Lease, Ticket, TicketOwner } from "../core/lease.js";
 import type { PodOptions, ResolvedLane, ResolvedOptions } from "../core/options.js";
 import { Pod } from "../core/pod.js";
 import { rankOf } from "../core/priority.js";
+import {
+  admissionSnapshot,
+  groupSnapshot,
+  keySnapshot,
+  laneSnapshot,
+  podSnapshot,
+  type Snapshot,
+} from "../core/snapshot.js";
 import type { Store } from "../store/store.js";
 import { passThroughLease } from "./pass-through.js";
 
@@ -58,6 +66,29 @@ export class Registry {
   /** The key's budget, or null for no key or one not configured (untracked). */
   key(name: string | undefined): ArrivalBudget | null {
     return name === undefined ? null : (this.keys.get(name) ?? null);
+  }
+
+  /** Everything as plain data (the snapshot of `/api/telemetry/lanes` and `sluice status`). */
+  snapshot(now: number, replica: string): Snapshot {
+    const lanes = [...this.lanes.values()];
+    const admission = this.admission;
+    return {
+      enabled: lanes.length > 0,
+      generated_at: new Date().toISOString(),
+      replica,
+      lanes: lanes.map((l) => laneSnapshot(l, now)),
+      pods: [...this.pods.values()].map((p) => podSnapshot(p, this.lanesOf(p), now)),
+      groups: [
+        // The admission bound's in-flight part, under the name the gateway has always shown.
+        ...(admission === null
+          ? []
+          : [{ group: admission.name, limit: admission.maxInflight, inflight: admission.inflight }]),
+        ...[...this.groups].map(([name, g]) => groupSnapshot(name, g)),
+      ],
+      keys: [...this.keys].map(([name, k]) => keySnapshot(name, k)),
+      accounts: [],
+      ...(admission === null ? {} : { admission: admissionSnapshot(admission) }),
+    };
   }
 
   /** The lanes that list `pod`, in the order they were created. */

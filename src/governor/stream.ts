@@ -9,7 +9,7 @@ import type { Clock } from "../core/clock.js";
 import { isSluiceError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
 import { classifyOutcome } from "../core/outcome.js";
-import type { AcquireOptions } from "./governor.js";
+import type { AcquireOptions } from "./acquire-options.js";
 
 /** What `run`/`stream` hand the call. */
 export interface CallContext {

@@ -18,7 +18,7 @@ import {
   type ResolvedOptions,
   resolveGovernorOptions,
 } from "../../src/core/options.js";
-import { GATEWAY_GROUP, governorOptions } from "../../src/gateway/governor-config.js";
+import { governorOptions } from "../../src/gateway/governor-config.js";
 import { Governor } from "../../src/governor/governor.js";
 
 /** The same settings written as a library user would, through no brand: what the validator sees. */
@@ -82,7 +82,7 @@ describe("governorOptions (config → resolved Governor options)", () => {
     const a = o.lanes.a!;
     assert.equal(a.limit, 8, "max_concurrent_requests 0 = the pods' total");
     assert.equal(a.reserve, 0, "clamped against the written limit 0, as documented");
-    assert.deepEqual(a.groups, [GATEWAY_GROUP, "gpu:lane-gpu", "account:prod"]);
+    assert.deepEqual(a.groups, ["gpu:lane-gpu", "account:prod"], "the gateway bound is the admission option");
     assert.deepEqual(a.pods, [
       { id: "http://a:1", maxInflight: 6, gpuGroup: "gpu:pod-gpu" },
       { id: "http://a:2", maxInflight: 2 },
@@ -97,7 +97,7 @@ describe("governorOptions (config → resolved Governor options)", () => {
     assert.equal(a.agingMs, 5000);
     assert.equal(o.lanes.b!.adaptive, false);
     assert.equal(o.lanes.b!.queueTimeoutMs, 250);
-    assert.deepEqual(o.groups[GATEWAY_GROUP], { limit: 40 });
+    assert.deepEqual(o.admission, { maxInflight: 40, maxQueued: 10 });
     assert.deepEqual(o.keys.k, { maxInflight: 3, maxPriority: "default" });
   });
 

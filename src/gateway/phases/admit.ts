@@ -33,7 +33,7 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
   ctx.claim = { priority, key: ctx.caller!.key?.id };
   if (ctx.lane !== undefined)
     resolveModel(ctx, gw, ctx.routed === undefined ? "header:x-sluice-model" : "route");
-  const refusal = gw.bound.refusal() ?? bounds(ctx, gw);
+  const refusal = gw.governor.admissionRefusal() ?? bounds(ctx, gw);
   if (refusal !== undefined) {
     const mode = ctx.model !== null ? ctx.model.mode : gw.config.admission.mode;
     if (mode === "enforce") {
@@ -43,7 +43,7 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
     }
     gw.metrics.wouldRefuse(refusal.code);
   }
-  gw.bound.take();
+  gw.governor.enter();
   ctx.admitted = true;
   if (ctx.expectContinue) ctx.res.writeContinue();
   return true;

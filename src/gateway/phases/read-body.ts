@@ -7,7 +7,7 @@
  * {@link limitedBody}.
  */
 import type { IncomingMessage } from "node:http";
-import type { BufferBudget } from "../bounds.js";
+import type { BufferBudget } from "../buffer-budget.js";
 import type { GatewayParts, RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
 

@@ -10,7 +10,7 @@ export function settle(ctx: RequestContext, gw: GatewayParts): void {
   const { res, lease, result, refused } = ctx;
   res.off("close", ctx.onClose);
   lease?.release();
-  if (ctx.admitted) gw.bound.give();
+  if (ctx.admitted) gw.governor.leave();
   gw.buffers.used -= ctx.bodyBytes;
 
   const seconds = (performance.now() - ctx.started) / 1000;
