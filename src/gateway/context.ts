@@ -62,6 +62,22 @@ export interface DispatchResult {
   error: string | undefined;
 }
 
+/** Why one upstream attempt failed (DESIGN's `upstream_failures_total` causes). */
+export interface UpstreamFailure {
+  /** The pod's URL. */
+  readonly pod: string;
+  /**
+   * `refused`: connect refused; `reset`: the connection was reset or closed before a complete
+   * answer; `timeout`: `upstream_timeout_s` to the headers or `stream_idle_timeout_s` between
+   * chunks passed; `status`: the pod answered an overload status (429/502/503/504/529).
+   */
+  readonly cause: "refused" | "reset" | "timeout" | "status";
+  /** The HTTP status for `status`. */
+  readonly status?: number;
+  /** The detail for the log only (never sent to the client): the undici error code or message. */
+  readonly detail?: string;
+}
+
 /** The options every Governor call of one request takes: the class asked for and the key. */
 export interface Claim {
   readonly priority: Priority;
@@ -117,6 +133,12 @@ export class RequestContext {
   result: DispatchResult | undefined = undefined;
   /** The refusal sent, counted once by settle whoever sent it. */
   refused: SluiceError | HttpError | undefined = undefined;
+  /**
+   * Every failed upstream attempt of this call, in order (dispatch appends one per attempt that
+   * failed, re-dispatched or not); settle counts each in `sluice_upstream_failures_total{pod,cause}`
+   * and names them in the log line. Null until the first failure: most calls have none.
+   */
+  failures: UpstreamFailure[] | null = null;
 
   constructor(
     readonly req: IncomingMessage,
