@@ -24,8 +24,8 @@ export class AdmissionBudget implements Budget {
 
   constructor(
     readonly name: string,
-    readonly maxInflight: number,
-    readonly maxQueued: number,
+    public maxInflight: number,
+    public maxQueued: number,
   ) {}
 
   hasRoom(): boolean {

@@ -84,7 +84,7 @@ export class ArrivalBudget {
     /** Calls allowed in flight plus queued. */
     public limit: number,
     /** The highest class a call on this budget may claim; higher claims are lowered to it. */
-    readonly maxRank: Rank = INTERACTIVE,
+    public maxRank: Rank = INTERACTIVE,
   ) {}
 
   /** Whether one more arrival fits. */

@@ -46,9 +46,9 @@ export class Lane<T extends QueueNode = QueueNode> {
   readonly waits = new WindowHistogram();
   readonly timeouts = new WindowHistogram();
   /** The lane's part of every path: its own budget, then the shared groups on its path. */
-  readonly lanePath: Path;
+  lanePath!: Path;
   /** One path per pod (aligned with `pods`), or `[lanePath]` when the caller picks the endpoint. */
-  readonly paths: readonly Path[];
+  paths!: readonly Path[];
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
   /** Re-dispatch budget (DESIGN §1.3) in tenths; a new lane starts full (a dead first pod). */
@@ -60,18 +60,35 @@ export class Lane<T extends QueueNode = QueueNode> {
 
   constructor(
     readonly name: string,
-    readonly settings: LaneSettings,
+    public settings: LaneSettings,
     /** The lane's own concurrency budget: its limit and interactive reserve. */
     readonly budget: ConcurrencyBudget,
     /** Shared budgets on this lane's path (GPU group, account, gateway), all-or-nothing. */
     shared: readonly Budget[],
     /** Endpoints serving this lane, or null when the caller picks the endpoint itself. */
-    readonly pods: readonly Pod[] | null,
+    public pods: readonly Pod[] | null,
   ) {
-    const laneBudgets = [budget, ...shared];
-    this.lanePath = new Path(name, laneBudgets, laneBudgets.length, null);
-    this.paths = pods === null ? [this.lanePath] : lanePaths(name, laneBudgets, pods);
+    this.#buildPaths(shared);
     this.retryTokens = retryBank(settings.limit);
+  }
+
+  /**
+   * New settings, shared budgets and pods on a live lane (a config reload). Waiters keep their
+   * place; calls in flight give back the path they took, so no count is lost or doubled.
+   */
+  reconfigure(settings: LaneSettings, shared: readonly Budget[], pods: readonly Pod[] | null): void {
+    this.settings = settings;
+    this.budget.limit = settings.limit;
+    this.budget.reserve = settings.reserve;
+    this.pods = pods;
+    this.#buildPaths(shared);
+    this.retryTokens = Math.min(this.retryTokens, retryBank(settings.limit));
+  }
+
+  #buildPaths(shared: readonly Budget[]): void {
+    const laneBudgets = [this.budget, ...shared];
+    this.lanePath = new Path(this.name, laneBudgets, laneBudgets.length, null);
+    this.paths = this.pods === null ? [this.lanePath] : lanePaths(this.name, laneBudgets, this.pods);
   }
 
   get inflight(): number {

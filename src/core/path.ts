@@ -44,8 +44,7 @@ export class Path {
   }
 }
 
-/** Builds a lane's paths: one per pod, or a single pod-less path. */
-export function lanePaths(lane: string, laneBudgets: readonly Budget[], pods: readonly Pod[] | null): Path[] {
-  if (pods === null) return [new Path(lane, laneBudgets, laneBudgets.length, null)];
+/** Builds a lane's paths, one per pod: the lane's budgets, then the pod's. */
+export function lanePaths(lane: string, laneBudgets: readonly Budget[], pods: readonly Pod[]): Path[] {
   return pods.map((pod) => new Path(lane, [...laneBudgets, ...pod.budgets], laneBudgets.length, pod));
 }

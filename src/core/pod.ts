@@ -44,24 +44,64 @@ export class Pod implements Budget {
   quotaUntil = 0;
   /** Cap on one quota pause. */
   maxQuotaPauseMs: number = DEFAULTS.quota.maxPauseMs;
-  readonly width: WidthAlgorithm;
-  readonly breaker: Breaker;
+  /** The adaptive width; replaced only by {@link reconfigure}. */
+  width: WidthAlgorithm;
+  /** The circuit breaker; replaced only by {@link reconfigure}, keeping its state. */
+  breaker: Breaker;
   /** The pod's part of a path: itself, then its GPU group if it has one. */
-  readonly budgets: readonly Budget[];
+  budgets: readonly Budget[];
+  readonly #random: () => number;
+  readonly #onBreakerChange: (t: BreakerTransition) => void;
 
   constructor(
     readonly id: string,
-    readonly ceiling: number,
+    /** The operator's `maxInflight`: the width starts here and never grows past it. */
+    public ceiling: number,
     /** The pod's GPU group budget, or null. */
-    readonly group: Budget | null,
+    public group: Budget | null,
     adaptive: { floor: number } | false,
     breaker: BreakerOptions,
     random: () => number,
     onBreakerChange: (pod: Pod, t: BreakerTransition) => void,
   ) {
+    this.#random = random;
+    this.#onBreakerChange = (t) => onBreakerChange(this, t);
     this.width =
       adaptive === false ? new FixedWidth(ceiling) : new AimdWidth({ ceiling, floor: adaptive.floor });
-    this.breaker = new Breaker(breaker, random, (t) => onBreakerChange(this, t));
+    this.breaker = new Breaker(breaker, random, this.#onBreakerChange);
+    this.budgets = group === null ? [this] : [this, group];
+  }
+
+  /**
+   * New settings on a live pod (a config reload): calls in flight keep their slots, the breaker
+   * keeps its state, and the width keeps what it learned — capped at a lower ceiling; a pod that
+   * was never cut (at its old ceiling) starts at the new one.
+   */
+  reconfigure(
+    ceiling: number,
+    group: Budget | null,
+    adaptive: { floor: number } | false,
+    breaker: BreakerOptions,
+  ): void {
+    const old = this.width;
+    if (adaptive === false) this.width = new FixedWidth(ceiling);
+    else if (!(old instanceof AimdWidth)) this.width = new AimdWidth({ ceiling, floor: adaptive.floor });
+    else {
+      const s = old.toJSON();
+      const floor = Math.min(adaptive.floor, ceiling);
+      const width = s.width >= s.ceiling ? ceiling : Math.max(floor, Math.min(s.width, ceiling));
+      this.width = AimdWidth.fromJSON({
+        ...s,
+        ceiling,
+        floor,
+        width,
+        ssthresh: Math.min(s.ssthresh, ceiling),
+        breakPoint: Math.min(s.breakPoint, ceiling),
+      });
+    }
+    this.breaker = Breaker.fromJSON(this.breaker.toJSON(), breaker, this.#random, this.#onBreakerChange);
+    this.ceiling = ceiling;
+    this.group = group;
     this.budgets = group === null ? [this] : [this, group];
   }
 

@@ -12,7 +12,7 @@ import { KeyLimitError, type SluiceError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
 import { Lane } from "../core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "../core/lease.js";
-import { type GovernorOptions, resolveGovernorOptions } from "../core/options.js";
+import { type GovernorOptions, type ResolvedOptions, resolveGovernorOptions } from "../core/options.js";
 import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
 import type { Pod } from "../core/pod.js";
 import { type Priority, type Rank, rankOrThrow } from "../core/priority.js";
@@ -30,6 +30,7 @@ import type { AcquireOptions, BreakerEvent } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
+import { Signal } from "./signal.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
 import { WakeTimer } from "./timer.js";
 
@@ -60,8 +61,8 @@ export class Governor {
   readonly #timer: WakeTimer;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
-  /** Set while someone waits for the last admitted request to leave. */
-  #idle: { promise: Promise<void>; resolve: () => void } | null = null;
+  /** Who waits for the last admitted request to leave. */
+  readonly #idle = new Signal();
 
   /** A lease was granted (typed, opt-in: payloads are built only when someone listens). */
   readonly onGrant: Event<GrantEvent>;
@@ -186,11 +187,7 @@ export class Governor {
 
   /** An admitted request ended (answered, refused later, or abandoned). */
   leave(): void {
-    const admission = this.#registry.admission;
-    if (admission === null || !admission.leave() || this.#idle === null) return;
-    const { resolve } = this.#idle;
-    this.#idle = null;
-    resolve();
+    if (this.#registry.admission?.leave() === true) this.#idle.wake();
   }
 
   /** Requests admitted and not yet left (0 without an admission bound). */
@@ -200,15 +197,7 @@ export class Governor {
 
   /** Resolves once no admitted request is left (a draining gateway waits on it). */
   whenIdle(): Promise<void> {
-    if (this.admitted === 0) return Promise.resolve();
-    if (this.#idle === null) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => {
-        resolve = r;
-      });
-      this.#idle = { promise, resolve };
-    }
-    return this.#idle.promise;
+    return this.admitted === 0 ? Promise.resolve() : this.#idle.wait();
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
@@ -283,6 +272,23 @@ export class Governor {
     const before = p.width.width;
     p.width.onCongestion(p.width.epoch, p.inflight);
     if (p.width.width !== before) this.#timer.arm();
+  }
+
+  /**
+   * Applies new options to the live governor without dropping a call (a config reload). Validates
+   * first: on a `ConfigError` nothing changes. Lane limits, reserve, queue limit and timeout,
+   * aging, fallback, keys, groups, pods and the admission bound change in place — calls in flight
+   * keep their slots and are released into the new limits; waiters keep their place and are
+   * granted at once if the new limits have room. New lanes and pods are added; a lane or pod no
+   * longer listed stops taking new calls, and its calls in flight and waiters finish normally.
+   * Clock, random and store are kept (they are the process's, not the configuration's).
+   */
+  reconfigure(options: GovernorOptions | ResolvedOptions): void {
+    const resolved = resolveGovernorOptions(options);
+    this.#registry.apply(resolved);
+    const now = this.#clock.now();
+    this.#scheduler.tick(now);
+    this.#timer.arm(now);
   }
 
   /** The snapshot: lanes, pods, groups, keys, the admission bound. Plain data. */

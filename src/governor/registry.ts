@@ -1,12 +1,16 @@
 /**
  * What a Governor governs, built from its resolved options: lanes (one per configured lane, or
- * created from the defaults on first use), the pods serving them, the shared groups and the keys —
- * every budget made by the store, so a store that shares budgets across processes finds them by
- * the same keys (`lane:NAME`, `group:NAME`, `key:NAME`).
+ * created from the defaults on first use), the pods serving them, the shared groups, the keys and
+ * the admission bound — every budget made by the store, so a store that shares budgets across
+ * processes finds them by the same keys (`lane:NAME`, `group:NAME`, `key:NAME`, `admission`).
+ *
+ * `apply` builds it and, on a reload, changes it in place: limits change on the live budgets,
+ * so calls in flight keep their slots and are released into the new limits, and waiters keep
+ * their place. Nothing changes unless the whole new configuration is consistent.
  */
 import type { AdmissionBudget } from "../core/admission.js";
 import type { BreakerTransition } from "../core/breaker.js";
-import type { ArrivalBudget, ConcurrencyBudget } from "../core/budget.js";
+import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
 import { ConfigError } from "../core/errors.js";
 import { Lane } from "../core/lane.js";
 import type { Lease, Ticket, TicketOwner } from "../core/lease.js";
@@ -27,6 +31,14 @@ import { passThroughLease } from "./pass-through.js";
 /** Told when a pod's breaker changes: the lane that created the pod, the pod, the transition. */
 export type BreakerListener = (lane: string, pod: Pod, transition: BreakerTransition) => void;
 
+/** A pod as the configuration lists it, with where it was first listed (for conflict errors). */
+interface PodSpec {
+  readonly lane: string;
+  readonly options: PodOptions;
+  readonly resolved: ResolvedLane;
+  readonly path: string;
+}
+
 export class Registry {
   readonly lanes = new Map<string, Lane<Ticket>>();
   /** Lanes with `limit: 0`: one shared no-op lease each. */
@@ -36,31 +48,68 @@ export class Registry {
   /** One pod per URL, whichever lanes list it. */
   readonly pods = new Map<string, Pod>();
   /** The admission bound across every lane, when configured: on every lane's path. */
-  readonly admission: AdmissionBudget | null;
+  admission: AdmissionBudget | null = null;
+  #options!: ResolvedOptions;
+  /** Lanes created on first use from `defaults` (a reload applies the new defaults to them). */
+  readonly #fromDefaults = new Set<string>();
 
   constructor(
-    readonly options: ResolvedOptions,
+    options: ResolvedOptions,
     readonly store: Store,
     readonly random: () => number,
     readonly owner: TicketOwner,
     readonly onBreaker: BreakerListener,
   ) {
+    this.apply(options);
+  }
+
+  /**
+   * Builds everything from `options`, or changes it in place on a reload. A lane or pod no longer
+   * listed stops taking new calls (its waiters and calls in flight finish normally); a budget added
+   * on a reload counts the calls granted after it.
+   *
+   * @throws ConfigError before changing anything when a pod listed by several lanes disagrees.
+   */
+  apply(options: ResolvedOptions): void {
+    const specs = podSpecs(options);
+    this.#options = options;
+    const store = this.store;
     const a = options.admission;
-    this.admission =
-      a === undefined ? null : store.admission("admission", a.maxInflight, a.maxQueued, "gateway");
-    for (const [name, g] of Object.entries(options.groups))
-      this.groups.set(name, store.concurrency(`group:${name}`, g.limit, 0, name));
-    for (const [name, k] of Object.entries(options.keys))
-      this.keys.set(name, store.arrival(`key:${name}`, k.maxInflight, rankOf(k.maxPriority)!, name));
-    for (const [name, lane] of Object.entries(options.lanes)) this.#create(name, lane, `lanes.${name}`);
+    if (a === undefined) this.admission = null;
+    else {
+      this.admission = store.admission("admission", a.maxInflight, a.maxQueued, "gateway");
+      this.admission.maxInflight = a.maxInflight;
+      this.admission.maxQueued = a.maxQueued;
+    }
+    syncMap(this.groups, options.groups, (name, g) => {
+      const budget = store.concurrency(`group:${name}`, g.limit, 0, name);
+      budget.limit = g.limit;
+      return budget;
+    });
+    syncMap(this.keys, options.keys, (name, k) => {
+      const budget = store.arrival(`key:${name}`, k.maxInflight, rankOf(k.maxPriority)!, name);
+      budget.limit = k.maxInflight;
+      budget.maxRank = rankOf(k.maxPriority)!;
+      return budget;
+    });
+    syncMap(this.pods, Object.fromEntries(specs), (id, spec) => this.#pod(id, spec));
+    const configured = new Set(Object.keys(options.lanes));
+    for (const name of [...this.lanes.keys(), ...this.passThrough.keys()]) {
+      if (configured.has(name)) continue;
+      this.lanes.delete(name);
+      this.passThrough.delete(name);
+      // A lane made from the defaults is made again from the new ones on its next call.
+      this.#fromDefaults.delete(name);
+    }
+    for (const [name, lane] of Object.entries(options.lanes)) this.#upsert(name, lane);
   }
 
   /** The lane named `name`, created from the defaults on first use; null for a pass-through lane. */
   lane(name: string): Lane<Ticket> | null {
-    return (
-      this.lanes.get(name) ??
-      (this.passThrough.has(name) ? null : this.#create(name, this.options.defaults, `lanes.${name}`))
-    );
+    const lane = this.lanes.get(name);
+    if (lane !== undefined || this.passThrough.has(name)) return lane ?? null;
+    this.#fromDefaults.add(name);
+    return this.#upsert(name, this.#options.defaults);
   }
 
   /** The key's budget, or null for no key or one not configured (untracked). */
@@ -98,62 +147,97 @@ export class Registry {
     return names;
   }
 
-  #create(name: string, resolved: ResolvedLane, path: string): Lane<Ticket> | null {
+  /** Creates lane `name` or applies new settings to it; null (and a shared no-op lease) for limit 0. */
+  #upsert(name: string, resolved: ResolvedLane): Lane<Ticket> | null {
+    const existing = this.lanes.get(name);
     if (resolved.limit === 0) {
-      this.passThrough.set(name, passThroughLease(name));
+      this.lanes.delete(name); // its waiters and calls in flight finish on the old object
+      if (!this.passThrough.has(name)) this.passThrough.set(name, passThroughLease(name));
       return null;
     }
-    const pods =
-      resolved.pods === undefined
-        ? null
-        : resolved.pods.map((p, i) => this.#pod(name, p, resolved, `${path}.pods[${i}]`));
-    const lane = new Lane<Ticket>(
-      name,
-      resolved,
-      this.store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name),
-      [
-        ...(this.admission === null ? [] : [this.admission]),
-        ...resolved.groups.map((g) => this.groups.get(g)!),
-      ],
-      pods,
-    );
+    this.passThrough.delete(name);
+    const shared: Budget[] = [
+      ...(this.admission === null ? [] : [this.admission]),
+      ...resolved.groups.map((g) => this.groups.get(g)!),
+    ];
+    const pods = resolved.pods === undefined ? null : resolved.pods.map((p) => this.pods.get(p.id)!);
+    if (existing !== undefined) {
+      existing.reconfigure(resolved, shared, pods);
+      return existing;
+    }
+    const budget = this.store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name);
+    const lane = new Lane<Ticket>(name, resolved, budget, shared, pods);
+    lane.reconfigure(resolved, shared, pods); // a budget found in the store takes the new limits too
     lane.owner = this.owner;
     this.lanes.set(name, lane);
     return lane;
   }
 
-  /**
-   * The pod at `p.id`, created on first use. One URL is one server: a pod listed by several lanes
-   * is one budget (width, breaker, in flight), so its settings must agree wherever it is listed.
-   */
-  #pod(lane: string, p: PodOptions, resolved: ResolvedLane, path: string): Pod {
-    const existing = this.pods.get(p.id);
-    const gpuGroup = p.gpuGroup === undefined ? null : this.groups.get(p.gpuGroup)!;
+  /** The pod at `id` with the settings of the lane that first lists it, created or changed in place. */
+  #pod(id: string, spec: PodSpec): Pod {
+    const { options: p, resolved } = spec;
+    const group = p.gpuGroup === undefined ? null : this.groups.get(p.gpuGroup)!;
+    const existing = this.pods.get(id);
     if (existing !== undefined) {
-      const sameAs = `as where ${p.id} is first listed (one URL is one pod, shared by its lanes)`;
-      if (existing.ceiling !== p.maxInflight)
-        throw new ConfigError(`${path}.maxInflight`, `${existing.ceiling}, ${sameAs}`, p.maxInflight);
-      if (existing.group !== gpuGroup)
-        throw new ConfigError(`${path}.gpuGroup`, `the same GPU group ${sameAs}`, p.gpuGroup);
-      if (existing.adaptive !== (resolved.adaptive !== false))
-        throw new ConfigError(
-          `${path.replace(/\.pods\[\d+\]$/, "")}.adaptive`,
-          `the same adaptive setting ${sameAs}`,
-          resolved.adaptive,
-        );
+      existing.reconfigure(p.maxInflight, group, resolved.adaptive, resolved.breaker);
+      existing.maxQuotaPauseMs = resolved.maxQuotaPauseMs;
       return existing;
     }
     const pod = new Pod(
-      p.id,
+      id,
       p.maxInflight,
-      gpuGroup,
+      group,
       resolved.adaptive,
       resolved.breaker,
       this.random,
-      (changed, tr) => this.onBreaker(lane, changed, tr),
+      (changed, tr) => this.onBreaker(spec.lane, changed, tr),
     );
     pod.maxQuotaPauseMs = resolved.maxQuotaPauseMs;
-    this.pods.set(p.id, pod);
     return pod;
   }
+}
+
+/**
+ * Every pod the lanes of `options` list, by URL. One URL is one server: a pod listed by several
+ * lanes is one budget (width, breaker, in flight), so its settings must agree wherever it is listed.
+ */
+function podSpecs(options: ResolvedOptions): Map<string, PodSpec> {
+  const specs = new Map<string, PodSpec>();
+  for (const [lane, resolved] of Object.entries(options.lanes)) {
+    if (resolved.limit === 0) continue;
+    (resolved.pods ?? []).forEach((p, i) => {
+      const path = `lanes.${lane}.pods[${i}]`;
+      const first = specs.get(p.id);
+      if (first === undefined) {
+        specs.set(p.id, { lane, options: p, resolved, path });
+        return;
+      }
+      const sameAs = `as in ${first.path} (one URL is one pod, shared by its lanes)`;
+      if (first.options.maxInflight !== p.maxInflight)
+        throw new ConfigError(
+          `${path}.maxInflight`,
+          `${first.options.maxInflight}, ${sameAs}`,
+          p.maxInflight,
+        );
+      if (first.options.gpuGroup !== p.gpuGroup)
+        throw new ConfigError(`${path}.gpuGroup`, `the same GPU group ${sameAs}`, p.gpuGroup);
+      if ((first.resolved.adaptive === false) !== (resolved.adaptive === false))
+        throw new ConfigError(
+          `lanes.${lane}.adaptive`,
+          `the same adaptive setting ${sameAs}`,
+          resolved.adaptive,
+        );
+    });
+  }
+  return specs;
+}
+
+/** Makes `map` hold exactly the names of `wanted`, each made (or changed in place) by `make`. */
+function syncMap<V, S>(
+  map: Map<string, V>,
+  wanted: Readonly<Record<string, S>>,
+  make: (name: string, spec: S) => V,
+): void {
+  for (const name of [...map.keys()]) if (!Object.hasOwn(wanted, name)) map.delete(name);
+  for (const [name, spec] of Object.entries(wanted)) map.set(name, make(name, spec));
 }
