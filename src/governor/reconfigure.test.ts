@@ -50,7 +50,7 @@ describe("Governor.reconfigure", () => {
     await flush();
     assert.ok(next.lease !== undefined, "granted once below the new limit");
     held[2]!.release();
-    next.lease!.release();
+    (next.lease as Lease | undefined)?.release();
     assert.equal(gov.snapshot().lanes[0]!.inflight, 0, "no count lost or doubled");
   });
 
@@ -154,6 +154,6 @@ describe("Governor.reconfigure", () => {
     held.release();
     await flush();
     assert.ok(next.lease !== undefined);
-    next.lease!.release();
+    (next.lease as Lease | undefined)?.release();
   });
 });
