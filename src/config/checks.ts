@@ -7,7 +7,7 @@
 import { ConfigErrors, formatPath, type Issue, type Segment, toConfigError } from "./issues.js";
 import type { RawConfig, RawModel } from "./raw.js";
 import { nearestKey } from "./suggest.js";
-import type { ConfigWarning, GatewayConfig, ModelConfig } from "./types.js";
+import type { BreakerConfig, ConfigWarning, GatewayConfig, ModelConfig } from "./types.js";
 
 /** Paths the gateway serves itself; a `routes[].match` may not capture them. */
 const RESERVED_PATHS = ["/v1/", "/healthz", "/readyz", "/metrics", "/api/telemetry/"];
@@ -88,9 +88,10 @@ export function checkFallbacks(c: Checker, models: readonly RawModel[], names: M
   }
 }
 
-/** A pod is one budget keyed by its URL: two models may share it only with the same ceiling. */
+/** A pod is one budget keyed by its URL: two models may share it only with the same ceiling and breaker. */
 export function checkPodsAcrossModels(c: Checker, models: readonly ModelConfig[]): void {
   const owner = new Map<string, { i: number; j: number; maxInflight: number }>();
+  const breakerReported = new Set<number>();
   models.forEach((m, i) => {
     m.pods.forEach((p, j) => {
       const first = owner.get(p.url);
@@ -102,9 +103,36 @@ export function checkPodsAcrossModels(c: Checker, models: readonly ModelConfig[]
           p.maxInflight,
         );
       }
+      // One URL is one breaker: a second model's breaker settings would silently not apply.
+      const breaker = first === undefined ? undefined : models[first.i]!.breaker;
+      if (breaker !== undefined && first!.i !== i && !sameBreaker(breaker, m.breaker)) {
+        if (breakerReported.has(i)) return;
+        breakerReported.add(i);
+        c.error(
+          ["models", i, "breaker"],
+          `the same breaker as models[${first!.i}] (both list ${p.url}, one pod with one breaker)`,
+          rawBreaker(m.breaker),
+        );
+      }
     });
   });
 }
+
+const sameBreaker = (a: BreakerConfig, b: BreakerConfig): boolean =>
+  a.enabled === b.enabled &&
+  a.failThreshold === b.failThreshold &&
+  a.baseCooldownMs === b.baseCooldownMs &&
+  a.maxCooldownMs === b.maxCooldownMs &&
+  a.backoffFactor === b.backoffFactor;
+
+/** A breaker as the config writes it, for the error's "got". */
+const rawBreaker = (b: BreakerConfig) => ({
+  enabled: b.enabled,
+  fail_threshold: b.failThreshold,
+  base_cooldown_s: b.baseCooldownMs / 1000,
+  max_cooldown_s: b.maxCooldownMs / 1000,
+  backoff_factor: b.backoffFactor,
+});
 
 /**
  * Metrics polling acts only through a pod's `metrics_url` and only on an adaptive width: a

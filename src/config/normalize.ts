@@ -183,6 +183,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
       failThreshold: b.fail_threshold,
       baseCooldownMs: b.base_cooldown_s,
       maxCooldownMs: b.max_cooldown_s,
+      enabled: b.enabled,
       backoffFactor: b.backoff_factor,
     },
     pods,

@@ -132,11 +132,12 @@ const adaptive = z.unknown().transform((v, ctx) => {
 const breaker = section(
   {
     fail_threshold: withDefault(int(1), DEFAULTS.breaker.failThreshold),
+    enabled: withDefault(bool, DEFAULTS.breaker.enabled),
     base_cooldown_s: withDefault(duration(), DEFAULTS.breaker.baseCooldownMs),
     max_cooldown_s: withDefault(duration(), DEFAULTS.breaker.maxCooldownMs),
     backoff_factor: withDefault(atLeast(1), DEFAULTS.breaker.backoffFactor),
   },
-  "a mapping with fail_threshold, base_cooldown_s, max_cooldown_s, backoff_factor",
+  "a mapping with enabled, fail_threshold, base_cooldown_s, max_cooldown_s, backoff_factor",
 );
 
 const pod = section(

@@ -55,7 +55,13 @@ describe("parseConfig", () => {
       upstreamApiKeyEnv: "QWEN_API_KEY",
       mode: "enforce",
       adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
-      breaker: { failThreshold: 1, baseCooldownMs: 500, maxCooldownMs: 30_000, backoffFactor: 2 },
+      breaker: {
+        enabled: true,
+        failThreshold: 1,
+        baseCooldownMs: 500,
+        maxCooldownMs: 30_000,
+        backoffFactor: 2,
+      },
       pods: [{ url: "http://10.0.0.5:8000", maxInflight: 64, gpuGroup: "gb10" }],
     });
     assert.deepEqual(c.models[1]?.pods, [
@@ -82,7 +88,13 @@ describe("parseConfig", () => {
         maxQuotaPauseMs: 60_000,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
-        breaker: { failThreshold: 1, baseCooldownMs: 500, maxCooldownMs: 30_000, backoffFactor: 2 },
+        breaker: {
+          enabled: true,
+          failThreshold: 1,
+          baseCooldownMs: 500,
+          maxCooldownMs: 30_000,
+          backoffFactor: 2,
+        },
         pods: [{ url: "http://10.0.0.1:8000", maxInflight: 32, gpuGroup: "10.0.0.1" }],
       },
     ]);
@@ -190,6 +202,11 @@ describe("parseConfig", () => {
       maxWaiting: 5,
       metricsPollMs: 1000,
     });
+  });
+
+  test("breaker.enabled: false switches a model's breaker off (on by default)", () => {
+    assert.equal(parseConfig(config({}, { breaker: { enabled: false } })).models[0]?.breaker.enabled, false);
+    assert.equal(parseConfig(config()).models[0]?.breaker.enabled, true);
   });
 
   test("reads listen as host:port, [v6]:port or a bare port, and store as memory", () => {
@@ -378,6 +395,24 @@ describe("parseConfig refusals", () => {
       input: config({}, { breaker: { base_cooldown_s: 5, max_cooldown_s: 1 } }),
       path: "models[0].breaker.max_cooldown_s",
       expected: /^a duration ≥ base_cooldown_s \(5000 ms\)$/,
+    },
+    {
+      name: "a breaker switch that is not a boolean",
+      input: config({}, { breaker: { enabled: "no" } }),
+      path: "models[0].breaker.enabled",
+      expected: /^true or false$/,
+      received: "no",
+    },
+    {
+      name: "a pod shared by two models whose breakers differ (one URL is one breaker)",
+      input: {
+        models: [
+          { name: "a", pods: [{ url: "http://10.0.0.1:8000" }] },
+          { name: "b", breaker: { enabled: false }, pods: [{ url: "http://10.0.0.1:8000" }] },
+        ],
+      },
+      path: "models[1].breaker",
+      expected: /^the same breaker as models\[0\] \(both list http:\/\/10\.0\.0\.1:8000/,
     },
     {
       name: "max_buffered_bytes smaller than max_body_bytes",

@@ -86,6 +86,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 const settingsArb: fc.Arbitrary<Required<BreakerOptions>> = fc
   .record({
+    enabled: fc.constant(true),
     failThreshold: fc.integer({ min: 1, max: 4 }),
     baseCooldownMs: fc.integer({ min: 1, max: 1000 }),
     extra: fc.integer({ min: 0, max: 10_000 }),
@@ -169,5 +170,47 @@ describe("Breaker JSON round-trip (property)", () => {
       { numRuns: 300, seed: 7 }, // fixed: this checks the generator, not the breaker
     );
     assert.deepEqual([...seen].sort(), ["closed", "half_open", "open"]);
+  });
+});
+
+describe("a disabled breaker (enabled: false)", () => {
+  test("never opens: overload signals are counted, none isolates the pod", () => {
+    const changes: string[] = [];
+    const b = new Breaker(
+      { enabled: false, failThreshold: 1 },
+      () => 0.5,
+      (t) => changes.push(t.to),
+    );
+    for (let i = 0; i < 50; i++) {
+      assert.equal(b.onFailure(i, false), false, `signal ${i + 1} did not open it`);
+      assert.equal(b.allows(i), true);
+      assert.equal(b.isTripped(i), false);
+    }
+    assert.deepEqual(b.toJSON(), { kind: "closed", consecutive: 50 });
+    assert.deepEqual(changes, []);
+  });
+
+  test("a state restored open closes at the next signal instead of opening again", () => {
+    const b = Breaker.fromJSON({ kind: "half_open", trips: 3, probeInFlight: true }, { enabled: false });
+    assert.equal(b.onFailure(0, true), false);
+    assert.deepEqual(b.toJSON(), { kind: "closed", consecutive: 0 });
+  });
+
+  test("whatever happens, it stays closed and allows every dispatch (property)", () => {
+    fc.assert(
+      fc.property(
+        settingsArb.map((s) => ({ ...s, enabled: false })),
+        fc.integer(),
+        fc.array(opArb, { maxLength: 80 }),
+        (settings, seed, ops) => {
+          const trace = run(settings, seed, ops, new Set());
+          for (let i = 0; i < trace.length; i += 2) {
+            assert.notEqual(trace[i], "refused", "a dispatch was refused");
+            assert.equal((trace[i + 1] as BreakerState).kind, "closed");
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

@@ -6,6 +6,10 @@
  * `baseCooldownMs × backoffFactor^(trips−1)`, capped at `maxCooldownMs`, ±20 % jitter so pods
  * don't re-open in lock-step. Then HALF_OPEN: exactly one probe; a non-overload outcome closes
  * it and resets the backoff, an overload re-opens it with the next cooldown.
+ *
+ * `enabled: false` (seed 001's switch) keeps it CLOSED whatever happens: the overload signals are
+ * still counted (and still cut the pod's width, which is not the breaker's business), but none
+ * opens it, so the pod is never isolated.
  */
 
 import { DEFAULTS } from "./defaults.js";
@@ -22,6 +26,11 @@ export type BreakerState =
 
 /** Options for {@link Breaker}; units in the names (STYLE G8). Defaults: `DEFAULTS.breaker`. */
 export interface BreakerOptions {
+  /**
+   * `false`: the breaker never opens (the pod is always dispatched to, within its width); the
+   * width still adapts. **Default:** `true`.
+   */
+  enabled?: boolean;
   /** Consecutive overload signals that open the breaker. **Default:** 1 (react to the first sign). */
   failThreshold?: number;
   /** First cooldown. **Default:** 500 ms. */
@@ -63,6 +72,7 @@ export interface BreakerTransition {
 export class Breaker {
   #state: BreakerState = { kind: "closed", consecutive: 0 };
   readonly #policy: TripPolicy;
+  readonly #enabled: boolean;
   readonly #base: number;
   readonly #max: number;
   readonly #factor: number;
@@ -79,6 +89,7 @@ export class Breaker {
     onChange?: (t: BreakerTransition) => void,
   ) {
     const d = DEFAULTS.breaker;
+    this.#enabled = options.enabled ?? d.enabled;
     this.#policy = new ConsecutiveTrip(options.failThreshold ?? d.failThreshold);
     this.#base = options.baseCooldownMs ?? d.baseCooldownMs;
     this.#max = options.maxCooldownMs ?? d.maxCooldownMs;
@@ -168,6 +179,13 @@ export class Breaker {
    */
   onFailure(nowMs: number, isProbe: boolean, mayOpen = true): boolean {
     const s = this.#state;
+    if (!this.#enabled) {
+      // Disabled: never opens. A state restored from a store while it was enabled is left by
+      // the first signal that would have moved it: it closes instead of opening again.
+      if (s.kind === "closed") s.consecutive++;
+      else this.#close();
+      return false;
+    }
     if (s.kind === "closed") {
       // Counted even when the breaker may not open (half the lane's pods are open already), so the
       // next signal after that rule lifts opens it at once, as the run of failures says it should.

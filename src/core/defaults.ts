@@ -34,6 +34,8 @@ export const DEFAULTS = {
   },
   /** A pod's circuit breaker (`breaker.ts`). */
   breaker: {
+    /** `false`: the breaker never opens (the width still adapts). */
+    enabled: true,
     /** Consecutive overload signals that open it: react to the first sign. */
     failThreshold: 1,
     /** First cooldown. */

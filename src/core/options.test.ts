@@ -59,8 +59,15 @@ describe("resolveGovernorOptions", () => {
       name: "an unknown breaker option (it would change nothing)",
       options: { lanes: { chat: { limit: 2, breaker: { cooldownMs: 100 } } } },
       path: "lanes.chat.breaker.cooldownMs",
-      expected: /^one of failThreshold, baseCooldownMs, maxCooldownMs, backoffFactor$/,
+      expected: /^one of enabled, failThreshold, baseCooldownMs, maxCooldownMs, backoffFactor$/,
       received: "cooldownMs",
+    },
+    {
+      name: "a breaker switch that is not a boolean",
+      options: { lanes: { chat: { limit: 2, breaker: { enabled: "no" } } } },
+      path: "lanes.chat.breaker.enabled",
+      expected: /^true or false$/,
+      received: "no",
     },
     {
       name: "an unknown adaptive option",

@@ -298,6 +298,7 @@ export function resolveLane(
   check(typeof b === "object" && b !== null, `${path}.breaker`, "an object", b);
   knownKeys(b, Object.keys(DEFAULTS.breaker), `${path}.breaker`);
   const breaker: BreakerSettings = { ...DEFAULTS.breaker, ...definedOnly(b) };
+  check(typeof breaker.enabled === "boolean", `${path}.breaker.enabled`, "true or false", breaker.enabled);
   check(
     isInt(breaker.failThreshold, 1),
     `${path}.breaker.failThreshold`,

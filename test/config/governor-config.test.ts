@@ -88,6 +88,7 @@ describe("governorOptions (config → resolved Governor options)", () => {
       { id: "http://a:2", maxInflight: 2 },
     ]);
     assert.deepEqual(a.breaker, {
+      enabled: true,
       failThreshold: 2,
       baseCooldownMs: 1000,
       maxCooldownMs: 8000,
