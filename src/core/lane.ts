@@ -4,7 +4,7 @@
  * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
  */
 import type { Budget, ConcurrencyBudget } from "./budget.js";
-import type { TicketOwner } from "./lease.js";
+import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
 import { DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
@@ -40,6 +40,17 @@ export function retryBank(limit: number): number {
 /** `saturated` = queued > 0 held continuously for this long (DESIGN §4). */
 export const SATURATED_AFTER_MS = 60_000;
 
+/**
+ * Who a lane's leases report their endings to: the Governor, which owns timers and promises.
+ * Generic in the lease type so the lane needs nothing from lease.ts (no import cycle).
+ */
+export interface LaneOwner<T> {
+  end(ticket: T, failure: FailureInput | undefined, outcomeKnown: boolean): void;
+  retry(ticket: T, failure: FailureInput | undefined): Promise<boolean>;
+  /** The caller gave up on a re-dispatch that is waiting for a pod. */
+  abandon(ticket: T): void;
+}
+
 export class Lane<T extends QueueNode = QueueNode> {
   readonly queue = new WaitQueue<T>();
   readonly hold = new HoldTime();
@@ -56,7 +67,7 @@ export class Lane<T extends QueueNode = QueueNode> {
   /** Re-dispatches in progress now. */
   redispatching = 0;
   /** Who the lane's leases report their endings to (the Governor); set when it creates the lane. */
-  owner: TicketOwner | null = null;
+  owner: LaneOwner<T> | null = null;
 
   constructor(
     readonly name: string,

@@ -5,7 +5,7 @@
  * acquire allocates one record.
  */
 import type { ArrivalBudget } from "./budget.js";
-import type { Lane } from "./lane.js";
+import type { Lane, LaneOwner } from "./lane.js";
 import type { FailureInput } from "./outcome.js";
 import type { Path } from "./path.js";
 import type { GrantRecord, Pod } from "./pod.js";
@@ -46,12 +46,7 @@ export interface Lease extends Disposable, AsyncDisposable {
 }
 
 /** Who a ticket reports its ending to: the Governor, which owns timers and promises. */
-export interface TicketOwner {
-  end(ticket: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void;
-  retry(ticket: Ticket, failure: FailureInput | undefined): Promise<boolean>;
-  /** The caller gave up on a re-dispatch that is waiting for a pod. */
-  abandon(ticket: Ticket): void;
-}
+export type TicketOwner = LaneOwner<Ticket>;
 
 /** A ticket waits, then holds a grant, then has ended; it never goes back. */
 export type TicketState = "waiting" | "granted" | "ended";
