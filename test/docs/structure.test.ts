@@ -1,0 +1,32 @@
+/**
+ * The shape docs/architecture.md promises: no import cycles in src/ (type-only imports
+ * included), and no file in src/ over 400 lines.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+
+function files(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) files(path, out);
+    else if (name.endsWith(".ts")) out.push(path);
+  }
+  return out;
+}
+
+describe("the source tree", () => {
+  test("has no import cycles", () => {
+    const run = spawnSync(process.execPath, ["scripts/check-cycles.mjs"], { encoding: "utf8" });
+    assert.equal(run.status, 0, run.stderr);
+  });
+
+  test("has no file in src/ over 400 lines", () => {
+    const long = files("src")
+      .map((f) => [f, readFileSync(f, "utf8").split("\n").length - 1] as const)
+      .filter(([, lines]) => lines > 400);
+    assert.deepEqual(long, []);
+  });
+});
