@@ -9,14 +9,17 @@ import { type Logger, pino } from "pino";
 import type { GatewayConfig, ModelConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
 import { Governor } from "../governor/governor.js";
+import { logBreakerChanges } from "../metrics/breaker-log.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { Authenticator } from "./auth.js";
 import { BufferBudget } from "./buffer-budget.js";
 import { type GatewayParts, RequestContext } from "./context.js";
+import { CountedResponse } from "./counted-response.js";
 import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { runPhases } from "./pipeline.js";
 import { sendError } from "./reply.js";
+import { readiness, serveReadyz } from "./routes/health.js";
 import { serveMetrics } from "./routes/metrics.js";
 import { serveLanes, TelemetryStreams } from "./routes/telemetry.js";
 import { SaturationPoller } from "./saturation.js";
@@ -43,6 +46,8 @@ export class Gateway {
   readonly #upstreams: Upstreams;
   readonly #streams: TelemetryStreams;
   readonly #poller: SaturationPoller;
+  /** Breaker transitions logged at warn (issue 8: a dead pod is never silent). */
+  readonly #breakerLog: Disposable;
 
   constructor(options: GatewayOptions) {
     const config = options.config;
@@ -54,11 +59,16 @@ export class Gateway {
     for (const m of config.models) models.set(m.name, m);
     const shadows = new Map<string, ShadowLane>();
     // Shadow lanes' governor refusals are not refusals: the gateway counts them as would-refuse.
-    const metrics = new PrometheusMetrics(governor, { shadow: (lane) => shadows.has(lane) });
+    const metrics = new PrometheusMetrics(governor, {
+      shadow: (lane) => shadows.has(lane),
+      isLane: (lane) => models.has(lane),
+    });
     this.metrics = metrics;
     for (const m of config.models) {
-      if (m.mode === "shadow") shadows.set(m.name, new ShadowLane(m, (code) => metrics.wouldRefuse(code)));
+      if (m.mode === "shadow")
+        shadows.set(m.name, new ShadowLane(m, (code) => metrics.wouldRefuse(code, m.name)));
     }
+    this.#breakerLog = logBreakerChanges(governor, log);
     this.#streams = new TelemetryStreams(governor);
     this.#upstreams = new Upstreams(config.models, options.env ?? process.env, {
       headersTimeoutMs: 300_000,
@@ -81,6 +91,8 @@ export class Gateway {
     this.#poller = new SaturationPoller(config.models, governor, log);
     this.server = createServer(
       {
+        // Counts the body bytes each answer sends, for settle's log line.
+        ServerResponse: CountedResponse,
         // Slowloris: headers must arrive within header_timeout_s. Node checks that only every
         // connectionsCheckingInterval (30 s by default), so check often enough to mean it.
         headersTimeout: config.admission.headerTimeoutMs,
@@ -127,6 +139,7 @@ export class Gateway {
     this.#poller.stop();
     this.#streams.closeAll();
     this.metrics.close();
+    this.#breakerLog[Symbol.dispose]();
     this.governor.close();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
@@ -172,15 +185,6 @@ export class Gateway {
   }
 
   #readyz(res: ServerResponse): void {
-    const tripped = this.governor
-      .snapshot()
-      .pods.filter((p) => this.governor.isTripped(p.id))
-      .map((p) => p.id);
-    const lanesDown = this.#config.models
-      .filter((m) => m.pods.every((p) => tripped.includes(p.url)))
-      .map((m) => m.name);
-    const draining = this.#parts.draining;
-    const ready = !draining && lanesDown.length < this.#config.models.length;
-    sendJson(res, ready ? 200 : 503, { ready, draining, tripped_pods: tripped, lanes_down: lanesDown });
+    serveReadyz(res, readiness(this.governor.snapshot(), this.#config.models, this.#parts.draining));
   }
 }

@@ -5,21 +5,25 @@ import { METRICS, MetricIds, QUEUE_WAIT_BUCKETS_S } from "./names.js";
 import { type MetricSink, NoopSink } from "./sink.js";
 import { writeSnapshotGauges } from "./snapshot-gauges.js";
 
-// DESIGN §4, verbatim: name and labels.
+// DESIGN §4, verbatim: name and labels (upstream_ttfb_seconds{lane} is not built yet).
 const DESIGN_4 = {
   sluice_lane_inflight: ["lane"],
   sluice_lane_queue_depth: ["lane", "priority"],
   sluice_lane_queue_wait_seconds: ["lane", "priority"],
   sluice_lane_queue_timeouts_total: ["lane"],
-  sluice_refusals_total: ["reason"],
+  sluice_refusals_total: ["lane", "reason"],
   sluice_pod_width: ["pod"],
   sluice_pod_inflight: ["pod"],
   sluice_breaker_state: ["pod"],
   sluice_upstream_overloads_total: ["pod", "status"],
+  sluice_upstream_failures_total: ["pod", "cause"],
+  sluice_request_duration_seconds: ["lane", "outcome"],
+  sluice_key_inflight: ["key"],
+  sluice_key_requests_total: ["key", "outcome"],
   sluice_tokens_total: ["lane", "kind"],
   sluice_group_inflight: ["group"],
   sluice_store_errors_total: [],
-  sluice_would_refuse_total: ["reason"],
+  sluice_would_refuse_total: ["lane", "reason"],
 };
 
 describe("metric names", () => {
@@ -80,7 +84,7 @@ describe("writeSnapshotGauges", () => {
         },
       ],
       groups: [{ group: "g", limit: 10, inflight: 3 }],
-      keys: [],
+      keys: [{ key: "team-a", max_inflight: 4, inflight: 2, queued: 1 }],
       accounts: [],
     };
     const seen: string[] = [];
@@ -96,6 +100,7 @@ describe("writeSnapshotGauges", () => {
     assert.deepEqual(seen.sort(), [
       'sluice_breaker_state{"pod":"p"}=1',
       'sluice_group_inflight{"group":"g"}=3',
+      'sluice_key_inflight{"key":"team-a"}=2',
       'sluice_lane_inflight{"lane":"chat"}=3',
       'sluice_lane_limit{"lane":"chat"}=4',
       'sluice_lane_queue_depth{"lane":"chat","priority":"bulk"}=0',

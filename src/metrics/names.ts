@@ -33,11 +33,14 @@ export const MetricIds = {
   podInflight: "sluice_pod_inflight",
   breakerState: "sluice_breaker_state",
   upstreamOverloadsTotal: "sluice_upstream_overloads_total",
+  upstreamFailuresTotal: "sluice_upstream_failures_total",
   tokensTotal: "sluice_tokens_total",
   groupInflight: "sluice_group_inflight",
   storeErrorsTotal: "sluice_store_errors_total",
   requestsTotal: "sluice_requests_total",
   requestDurationSeconds: "sluice_request_duration_seconds",
+  keyInflight: "sluice_key_inflight",
+  keyRequestsTotal: "sluice_key_requests_total",
 } as const;
 
 /** Any metric's name. */
@@ -88,13 +91,13 @@ export const METRICS = {
   },
   [MetricIds.refusalsTotal]: {
     kind: "counter",
-    help: "Requests sluice answered no, by reason (the refusal's error code).",
-    labels: ["reason"],
+    help: "Requests sluice answered no, by lane ('-' before the lane is known) and reason (the refusal's code).",
+    labels: ["lane", "reason"],
   },
   [MetricIds.wouldRefuseTotal]: {
     kind: "counter",
-    help: "Shadow mode: requests sluice would have refused, by reason, and let through.",
-    labels: ["reason"],
+    help: "Shadow mode: requests sluice would have refused and let through, by lane and reason.",
+    labels: ["lane", "reason"],
   },
   [MetricIds.podWidth]: {
     kind: "gauge",
@@ -121,6 +124,11 @@ export const METRICS = {
     help: "Overload answers from a pod (429, 503, connection refused…), by pod and status.",
     labels: ["pod", "status"],
   },
+  [MetricIds.upstreamFailuresTotal]: {
+    kind: "counter",
+    help: "Failed upstream attempts, re-dispatched or not, by pod and cause (refused, reset, timeout, status).",
+    labels: ["pod", "cause"],
+  },
   [MetricIds.tokensTotal]: {
     kind: "counter",
     help: "Tokens reported by upstream usage, by lane and kind (prompt or completion).",
@@ -143,9 +151,19 @@ export const METRICS = {
   },
   [MetricIds.requestDurationSeconds]: {
     kind: "histogram",
-    help: "Whole request time at the gateway, queue wait included, until the last byte.",
-    labels: ["lane"],
+    help: "Whole request time at the gateway, queue wait included, until the last byte, by lane and outcome.",
+    labels: ["lane", "outcome"],
     buckets: REQUEST_DURATION_BUCKETS_S,
+  },
+  [MetricIds.keyInflight]: {
+    kind: "gauge",
+    help: "Calls of the client key holding a slot now (auth.keys[].id; read from the snapshot).",
+    labels: ["key"],
+  },
+  [MetricIds.keyRequestsTotal]: {
+    kind: "counter",
+    help: "Requests the gateway answered, by client key (auth.keys[].id, '-' when unauthenticated) and outcome.",
+    labels: ["key", "outcome"],
   },
 } as const satisfies Record<MetricName, MetricDef>;
 
@@ -159,8 +177,53 @@ export type LabelsOf<N extends MetricName> = {
   readonly [L in (typeof METRICS)[N]["labels"][number]]: string;
 };
 
-/** Label value used when a request ended before its lane was known (e.g. 401, 404). */
-export const NO_LANE = "none";
+/**
+ * The `lane` value of a request that ended before its lane was known (401, 404, a pre-body
+ * refusal of the gateway-wide bound), and the `key` value of one that never authenticated.
+ */
+export const NO_LANE = "-";
+
+/** The `key` value of a request that never authenticated (401). */
+export const NO_KEY = "-";
+
+/**
+ * How a request ended: the `outcome` label of `sluice_request_duration_seconds` and
+ * `sluice_key_requests_total`, so refusals (answered in microseconds) never pollute the latency
+ * of answers. Exactly one per request, decided in this order:
+ *
+ * - `client_gone`: the client disconnected before its answer was complete (while queued, while
+ *   its body was read, or mid-answer).
+ * - `refused`: sluice refused it for capacity: 429 `queue_full`, `key_limit`, `quota_paused`;
+ *   503 `queue_timeout`, `upstream_unavailable`, `store_unavailable`, `draining`.
+ * - `client_error`: the request itself was not acceptable: a 4xx the gateway answered (400
+ *   `bad_request`, 401, 404, 405, 408, 413, 415), or a 4xx other than 429 from the pod.
+ * - `upstream_error`: the pod failed it: connection refused or reset, a timeout, an answer cut
+ *   short, or the pod's own 429 or 5xx passed on.
+ * - `internal_error`: the gateway itself failed (500, logged as `unexpected gateway error`).
+ * - `ok`: the pod's answer, status below 400, forwarded whole.
+ */
+export const REQUEST_OUTCOMES = [
+  "ok",
+  "refused",
+  "client_error",
+  "upstream_error",
+  "client_gone",
+  "internal_error",
+] as const;
+
+/** One value of the `outcome` label. */
+export type RequestOutcome = (typeof REQUEST_OUTCOMES)[number];
+
+/**
+ * Why an upstream attempt failed: the `cause` label of `sluice_upstream_failures_total` (the
+ * same set as the gateway's `UpstreamFailure.cause`). `refused`: connect refused; `reset`: the
+ * connection was reset or closed before a complete answer; `timeout`: no answer head, or no
+ * chunk, within the model's timeouts; `status`: the pod answered an overload status.
+ */
+export const UPSTREAM_FAILURE_CAUSES = ["refused", "reset", "timeout", "status"] as const;
+
+/** One value of the `cause` label. */
+export type UpstreamFailureCause = (typeof UPSTREAM_FAILURE_CAUSES)[number];
 
 /** The values of the `priority` label, by rank (0 = interactive … 2 = bulk). */
 export const PRIORITY_LABELS = ["interactive", "default", "bulk"] as const;
@@ -179,12 +242,15 @@ export const REFUSAL_REASONS = [
   "queue_full",
   "key_limit",
   "rate_limit",
+  "quota_paused",
   "queue_timeout",
   "upstream_unavailable",
   "store_unavailable",
   "draining",
   "body_too_large",
+  "request_timeout",
   "bad_request",
+  "unsupported_media_type",
   "unauthorized",
   "unknown_model",
 ] as const;

@@ -5,7 +5,14 @@ import { ManualClock } from "../core/clock.js";
 import { QueueFullError, QueueTimeoutError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
 import { Governor } from "../governor/governor.js";
-import { METRICS, MetricIds, type MetricName, QUEUE_WAIT_BUCKETS_S, REFUSAL_REASONS } from "./names.js";
+import {
+  METRICS,
+  MetricIds,
+  type MetricName,
+  QUEUE_WAIT_BUCKETS_S,
+  REFUSAL_REASONS,
+  UPSTREAM_FAILURE_CAUSES,
+} from "./names.js";
 import { PrometheusMetrics } from "./prometheus.js";
 
 interface Sample {
@@ -46,6 +53,7 @@ function setup() {
     clock,
     random: () => 0.5,
     groups: { gb10: { limit: 8 } },
+    keys: { "team-a": { maxInflight: 4 } },
     lanes: {
       chat: {
         limit: 2,
@@ -74,7 +82,7 @@ describe("PrometheusMetrics", () => {
   test("exports every §4 name with its declared labels after some activity", async () => {
     const { clock, gov, metrics } = setup();
     const a = await gov.acquire("chat", { priority: "default" });
-    const b = await gov.acquire("chat", { priority: "interactive" });
+    const b = await gov.acquire("chat", { priority: "interactive", key: "team-a" });
     const timedOut = gov.acquire("chat", { priority: "bulk" }).catch((e) => e);
     await assert.rejects(gov.acquire("chat", { priority: "bulk" }), QueueFullError);
     clock.advance(1000);
@@ -89,11 +97,19 @@ describe("PrometheusMetrics", () => {
     metrics.refusal("unauthorized");
     metrics.wouldRefuse("queue_full");
     metrics.upstreamOverload("http://pod-a:8000", 503);
+    metrics.upstreamFailure("http://pod-a:8000", "refused");
     metrics.tokens("chat", "prompt", 120);
     metrics.tokens("chat", "completion", 30);
     metrics.storeError();
-    metrics.request("chat", 200, 0.42);
-    metrics.request(undefined, 401, 0.001);
+    metrics.request({ lane: "chat", key: "team-a", status: 200, outcome: "ok", seconds: 0.42 });
+    metrics.request({ lane: "chat", key: "team-a", status: 429, outcome: "refused", seconds: 0.001 });
+    metrics.request({
+      lane: undefined,
+      key: undefined,
+      status: 401,
+      outcome: "client_error",
+      seconds: 0.001,
+    });
 
     const samples = parse(await metrics.render());
     for (const [name, def] of Object.entries(METRICS) as [MetricName, (typeof METRICS)[MetricName]][]) {
@@ -104,17 +120,27 @@ describe("PrometheusMetrics", () => {
       for (const s of found) assert.deepEqual(Object.keys(s.labels).sort(), expected, series);
     }
 
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_timeout" }), 1);
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "unauthorized" }), 1);
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "draining" }), 0);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "chat", reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "chat", reason: "queue_timeout" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "-", reason: "unauthorized" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "chat", reason: "draining" }), 0);
     assert.equal(value(samples, MetricIds.laneQueueTimeoutsTotal, { lane: "chat" }), 1);
-    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { lane: "-", reason: "queue_full" }), 1);
     const overloads = { pod: "http://pod-a:8000", status: "503" };
     assert.equal(value(samples, MetricIds.upstreamOverloadsTotal, overloads), 1);
+    const refused = { pod: "http://pod-a:8000", cause: "refused" };
+    assert.equal(value(samples, MetricIds.upstreamFailuresTotal, refused), 1);
     assert.equal(value(samples, MetricIds.tokensTotal, { lane: "chat", kind: "prompt" }), 120);
     assert.equal(value(samples, MetricIds.storeErrorsTotal, {}), 1);
-    assert.equal(value(samples, MetricIds.requestsTotal, { lane: "none", status: "401" }), 1);
+    assert.equal(value(samples, MetricIds.requestsTotal, { lane: "-", status: "401" }), 1);
+    // Answers and refusals are separate series: a refusal's microseconds never reach "ok".
+    const duration = `${MetricIds.requestDurationSeconds}_count`;
+    assert.equal(value(samples, duration, { lane: "chat", outcome: "ok" }), 1);
+    assert.equal(value(samples, duration, { lane: "chat", outcome: "refused" }), 1);
+    assert.equal(value(samples, MetricIds.keyRequestsTotal, { key: "team-a", outcome: "ok" }), 1);
+    assert.equal(value(samples, MetricIds.keyRequestsTotal, { key: "team-a", outcome: "refused" }), 1);
+    assert.equal(value(samples, MetricIds.keyRequestsTotal, { key: "-", outcome: "client_error" }), 1);
+    assert.equal(value(samples, MetricIds.keyInflight, { key: "team-a" }), 1, "the key's call b still holds");
     // The queued default call waited 0.3 s: above the 0.1 bucket, inside 0.5.
     const wait = `${MetricIds.laneQueueWaitSeconds}_bucket`;
     assert.equal(value(samples, wait, { lane: "chat", priority: "default", le: "0.1" }), 1);
@@ -170,10 +196,10 @@ describe("PrometheusMetrics", () => {
     void gov.acquire("chat").catch(() => {});
     const error = (await gov.acquire("chat").catch((e: unknown) => e)) as QueueFullError;
     assert.ok(error instanceof QueueFullError);
-    metrics.refusal(error);
-    metrics.refusal(new QueueFullError("chat", 2, 1, 1, 2, 1000)); // a pre-body refusal, not the governor's
+    metrics.refusal(error, "chat");
+    metrics.refusal(new QueueFullError("chat", 2, 1, 1, 2, 1000), "chat"); // a pre-body refusal, not the governor's
     const samples = parse(await metrics.render());
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 2);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "chat", reason: "queue_full" }), 2);
     metrics.close();
   });
 
@@ -191,7 +217,7 @@ describe("PrometheusMetrics", () => {
     // Whether or not the governor reported it, the gateway reports every refusal it answers.
     metrics.refusal(error);
     const samples = parse(await metrics.render());
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "L", reason: "queue_full" }), 1);
     held.release();
     (await winner).release();
     metrics.close();
@@ -208,11 +234,12 @@ describe("PrometheusMetrics", () => {
     await assert.rejects(gov.acquire("live"), QueueFullError);
     const error = await gov.acquire("trial").catch((e: unknown) => e);
     assert.ok(error instanceof QueueFullError);
-    metrics.wouldRefuse(error);
-    metrics.wouldRefuse(error); // reported twice, counted once
+    metrics.wouldRefuse(error, "trial");
+    metrics.wouldRefuse(error, "trial"); // reported twice, counted once
     const samples = parse(await metrics.render());
-    assert.equal(value(samples, MetricIds.refusalsTotal, { reason: "queue_full" }), 1);
-    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "live", reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "trial", reason: "queue_full" }), 0);
+    assert.equal(value(samples, MetricIds.wouldRefuseTotal, { lane: "trial", reason: "queue_full" }), 1);
     metrics.close();
   });
 
@@ -222,8 +249,8 @@ describe("PrometheusMetrics", () => {
     one.metrics.refusal("draining");
     const a = parse(await one.metrics.render());
     const b = parse(await two.metrics.render());
-    assert.equal(value(a, MetricIds.refusalsTotal, { reason: "draining" }), 1);
-    assert.equal(value(b, MetricIds.refusalsTotal, { reason: "draining" }), 0);
+    assert.equal(value(a, MetricIds.refusalsTotal, { lane: "-", reason: "draining" }), 1);
+    assert.equal(value(b, MetricIds.refusalsTotal, { lane: "-", reason: "draining" }), 0);
     assert.match(one.metrics.contentType, /^text\/plain; version=0\.0\.4/);
     one.metrics.close();
     two.metrics.close();
@@ -244,11 +271,33 @@ describe("PrometheusMetrics", () => {
     assert.equal(await registry.metrics(), "\n");
   });
 
-  test("starts every known refusal reason at 0", async () => {
+  test("starts every known refusal reason on every lane, and every failure cause on every pod, at 0", async () => {
     const { metrics } = setup();
     const samples = parse(await metrics.render());
-    for (const reason of REFUSAL_REASONS)
-      assert.equal(value(samples, MetricIds.refusalsTotal, { reason }), 0, reason);
+    for (const lane of ["-", "chat", "ocr"])
+      for (const reason of REFUSAL_REASONS)
+        assert.equal(value(samples, MetricIds.refusalsTotal, { lane, reason }), 0, `${lane} ${reason}`);
+    for (const pod of ["http://pod-a:8000", "http://ocr-a:9000", "http://ocr-b:9000"])
+      for (const cause of UPSTREAM_FAILURE_CAUSES)
+        assert.equal(value(samples, MetricIds.upstreamFailuresTotal, { pod, cause }), 0, `${pod} ${cause}`);
+    metrics.close();
+  });
+
+  test("labels a governor refusal of a name that is no lane (the admission bound) as lane -", async () => {
+    const gov = new Governor({
+      clock: new ManualClock(),
+      admission: { maxInflight: 1, maxQueued: 0 },
+      lanes: { chat: { limit: 1 } },
+    });
+    const metrics = new PrometheusMetrics(gov, { isLane: (lane) => lane === "chat" });
+    gov.enter();
+    const refusal = gov.admissionRefusal();
+    assert.ok(refusal instanceof QueueFullError);
+    metrics.refusal(refusal, "chat"); // already counted by the event, under "-"
+    const samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "-", reason: "queue_full" }), 1);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "chat", reason: "queue_full" }), 0);
+    gov.leave();
     metrics.close();
   });
 });

@@ -15,7 +15,9 @@ import {
   MetricIds,
   type MetricName,
   type MetricNameOf,
+  NO_LANE,
   REFUSAL_REASONS,
+  UPSTREAM_FAILURE_CAUSES,
 } from "./names.js";
 import { type GovernorEventSource, MetricsRecorder, type MetricsRecorderOptions } from "./recorder.js";
 import type { MetricSink } from "./sink.js";
@@ -142,7 +144,8 @@ export class PrometheusSink implements MetricSink {
 /**
  * sluice's Prometheus metrics for one governor (and the gateway in front of it): the §4 names,
  * fed by the governor's events, the snapshot at scrape time, and the gateway's calls
- * (`refusal`, `wouldRefuse`, `upstreamOverload`, `tokens`, `storeError`, `request`).
+ * (`refusal`, `wouldRefuse`, `upstreamOverload`, `upstreamFailure`, `tokens`, `storeError`,
+ * `request`).
  *
  * ```ts
  * const metrics = new PrometheusMetrics(governor);
@@ -161,8 +164,14 @@ export class PrometheusMetrics extends MetricsRecorder {
     this.#sink = sink;
     this.#ownsRegistry = options.registry === undefined;
     this.registry = sink.registry;
-    // Start every known reason at 0, so `rate()` sees the series before the first refusal.
-    for (const reason of REFUSAL_REASONS) sink.counter(MetricIds.refusalsTotal, { reason }, 0);
+    // Start the series an alert watches at 0, so `rate()` and `increase()` see the first event:
+    // every refusal reason on every lane (and `-`), every failure cause on every pod.
+    const { lanes, pods } = governor.snapshot();
+    for (const lane of [NO_LANE, ...lanes.map((l) => l.lane)])
+      for (const reason of REFUSAL_REASONS) sink.counter(MetricIds.refusalsTotal, { lane, reason }, 0);
+    for (const { id: pod } of pods)
+      for (const cause of UPSTREAM_FAILURE_CAUSES)
+        sink.counter(MetricIds.upstreamFailuresTotal, { pod, cause }, 0);
     if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 

@@ -8,7 +8,15 @@
  */
 import type { SluiceError } from "../core/errors.js";
 import type { Governor } from "../governor/governor.js";
-import { MetricIds, NO_LANE, PRIORITY_LABELS, type TokenKind } from "./names.js";
+import {
+  MetricIds,
+  NO_KEY,
+  NO_LANE,
+  PRIORITY_LABELS,
+  type RequestOutcome,
+  type TokenKind,
+  type UpstreamFailureCause,
+} from "./names.js";
 import type { MetricSink } from "./sink.js";
 
 /** The part of a `Governor` the recorder subscribes to. */
@@ -26,12 +34,32 @@ export interface MetricsRecorderOptions {
    * **Default:** `false` (every lane enforces).
    */
   shadow?: boolean | ((lane: string) => boolean);
+  /**
+   * Which lane names a governor event may use as a `lane` label; any other is recorded as `-`
+   * (the gateway-wide admission bound's refusals name the bound, `gateway`, not a lane).
+   * **Default:** every name.
+   */
+  isLane?: (lane: string) => boolean;
+}
+
+/** One request the gateway answered, as `request()` records it. */
+export interface RequestRecord {
+  /** The lane that served it (on fallback, the fallback), else the one asked for; undefined when unknown. */
+  readonly lane: string | undefined;
+  /** The client key's id (`auth.keys[].id`, `anonymous` in open mode); undefined when unauthenticated. */
+  readonly key: string | undefined;
+  /** The HTTP status answered. */
+  readonly status: number;
+  readonly outcome: RequestOutcome;
+  /** From arrival to the last byte, queue wait included. */
+  readonly seconds: number;
 }
 
 /** Subscribes to a governor's events and records what sluice counts into a sink. */
 export class MetricsRecorder implements Disposable {
   readonly #sink: MetricSink;
   readonly #shadow: (lane: string) => boolean;
+  readonly #isLane: (lane: string) => boolean;
   readonly #subscriptions: Disposable[];
   /** Refusal errors already counted (from `onRefusal` or a report), so none is counted twice. */
   readonly #counted = new WeakSet<object>();
@@ -40,6 +68,7 @@ export class MetricsRecorder implements Disposable {
     this.#sink = sink;
     const shadow = options.shadow ?? false;
     this.#shadow = typeof shadow === "function" ? shadow : () => shadow;
+    this.#isLane = options.isLane ?? (() => true);
     this.#subscriptions = [
       governor.onGrant((e) => {
         const priority = PRIORITY_LABELS[e.priority];
@@ -51,7 +80,8 @@ export class MetricsRecorder implements Disposable {
           sink.counter(MetricIds.laneQueueTimeoutsTotal, { lane: e.lane });
         if (this.#shadow(e.lane)) return;
         this.#counted.add(e.error);
-        sink.counter(MetricIds.refusalsTotal, { reason: e.error.code });
+        const lane = this.#isLane(e.lane) ? e.lane : NO_LANE;
+        sink.counter(MetricIds.refusalsTotal, { lane, reason: e.error.code });
       }),
     ];
   }
@@ -62,24 +92,35 @@ export class MetricsRecorder implements Disposable {
    * `check()`) is skipped, and one it did not report (a shed waiter, `BreakerOpenError` from
    * `failFast`, `checkKey()`) is counted, so every refusal is counted exactly once. Pass a code
    * for refusals with no error object (`unauthorized`, `bad_request`, `body_too_large`, …).
+   * `lane` is the lane refused, or undefined before it was known (recorded as `-`).
    */
-  refusal(reason: RefusalInput): void {
+  refusal(reason: RefusalInput, lane?: string): void {
     const code = this.#once(reason);
-    if (code !== undefined) this.#sink.counter(MetricIds.refusalsTotal, { reason: code });
+    if (code !== undefined)
+      this.#sink.counter(MetricIds.refusalsTotal, { lane: lane ?? NO_LANE, reason: code });
   }
 
   /**
    * Shadow mode: counts a refusal enforce mode would have given and this call did not get. Like
    * `refusal`, an error object is counted once however often it is reported.
    */
-  wouldRefuse(reason: RefusalInput): void {
+  wouldRefuse(reason: RefusalInput, lane?: string): void {
     const code = this.#once(reason);
-    if (code !== undefined) this.#sink.counter(MetricIds.wouldRefuseTotal, { reason: code });
+    if (code !== undefined)
+      this.#sink.counter(MetricIds.wouldRefuseTotal, { lane: lane ?? NO_LANE, reason: code });
   }
 
   /** An overload answer from `pod`: an HTTP status (429, 503) or a word (`"connect"`, `"reset"`). */
   upstreamOverload(pod: string, status: number | string): void {
     this.#sink.counter(MetricIds.upstreamOverloadsTotal, { pod, status: String(status) });
+  }
+
+  /**
+   * One failed upstream attempt on `pod` (re-dispatched or not), by cause: connection `refused`,
+   * `reset`, `timeout`, or an overload `status`.
+   */
+  upstreamFailure(pod: string, cause: UpstreamFailureCause): void {
+    this.#sink.counter(MetricIds.upstreamFailuresTotal, { pod, cause });
   }
 
   /** Adds `n` tokens of `kind` used on `lane` (from upstream `usage`); ignores n ≤ 0 or NaN. */
@@ -93,13 +134,15 @@ export class MetricsRecorder implements Disposable {
   }
 
   /**
-   * One request the gateway answered: its lane (`undefined` when it ended before the lane was
-   * known, recorded as `"none"`), HTTP status, and whole duration in seconds.
+   * One request the gateway answered: `sluice_requests_total{lane,status}`, its duration by
+   * outcome, and `sluice_key_requests_total{key,outcome}`. An unknown lane or key is `-`.
    */
-  request(lane: string | undefined, status: number, seconds: number): void {
-    const l = lane ?? NO_LANE;
-    this.#sink.counter(MetricIds.requestsTotal, { lane: l, status: String(status) });
-    if (seconds >= 0) this.#sink.histogram(MetricIds.requestDurationSeconds, { lane: l }, seconds);
+  request(r: RequestRecord): void {
+    const lane = r.lane ?? NO_LANE;
+    const outcome = r.outcome;
+    this.#sink.counter(MetricIds.requestsTotal, { lane, status: String(r.status) });
+    if (r.seconds >= 0) this.#sink.histogram(MetricIds.requestDurationSeconds, { lane, outcome }, r.seconds);
+    this.#sink.counter(MetricIds.keyRequestsTotal, { key: r.key ?? NO_KEY, outcome });
   }
 
   /** Stops listening to the governor. Idempotent. */

@@ -31,6 +31,7 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.podInflight]: (s) => s.pods.map((p) => [{ pod: p.id }, p.inflight]),
   [MetricIds.breakerState]: (s) => s.pods.map((p) => [{ pod: p.id }, BREAKER_STATE_VALUES[p.breaker]]),
   [MetricIds.groupInflight]: (s) => s.groups.map((g) => [{ group: g.group }, g.inflight]),
+  [MetricIds.keyInflight]: (s) => s.keys.map((k) => [{ key: k.key }, k.inflight]),
 };
 
 /** Writes every snapshot gauge into `sink`. */

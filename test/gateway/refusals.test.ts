@@ -204,8 +204,14 @@ describe("bad input", SUITE, () => {
   test("the refusals are counted by reason in /metrics", async () => {
     const text = (await call(stack.url, "/metrics")).text;
     for (const reason of ["bad_request", "unknown_model", "body_too_large"]) {
-      const line = new RegExp(`^sluice_refusals_total\\{reason="${reason}"\\} (\\d+)`, "m").exec(text);
-      assert.ok(line && Number(line[1]) > 0, `sluice_refusals_total{reason="${reason}"} > 0`);
+      // Summed over lanes: a refusal before the lane is known is counted under lane "-".
+      const lines = [
+        ...text.matchAll(
+          new RegExp(`^sluice_refusals_total\\{lane="[^"]*",reason="${reason}"\\} (\\d+)`, "gm"),
+        ),
+      ];
+      const n = lines.reduce((sum, l) => sum + Number(l[1]), 0);
+      assert.ok(n > 0, `sluice_refusals_total{reason="${reason}"} > 0`);
     }
   });
 });
@@ -288,7 +294,13 @@ describe("keys: authentication, key_limit and priority allowance", SUITE, () => 
     const refusals = async () => {
       const text = (await call(stack.url, "/metrics")).text;
       const n = (reason: string) =>
-        Number(new RegExp(`^sluice_refusals_total\\{reason="${reason}"\\} (\\d+)`, "m").exec(text)?.[1]);
+        [
+          ...text.matchAll(
+            new RegExp(`^sluice_refusals_total\\{lane="[^"]*",reason="${reason}"\\} (\\d+)`, "gm"),
+          ),
+        ]
+          .map((l) => Number(l[1]))
+          .reduce((sum, v) => sum + v, 0);
       return { bad: n("bad_request"), keyLimit: n("key_limit"), full: n("queue_full") };
     };
     const before = await refusals();

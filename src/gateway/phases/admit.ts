@@ -41,7 +41,7 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
       refuseBeforeBody(ctx, gw, refusal);
       return false;
     }
-    gw.metrics.wouldRefuse(refusal.code);
+    gw.metrics.wouldRefuse(refusal.code, ctx.model?.name);
   }
   gw.governor.enter();
   ctx.admitted = true;
