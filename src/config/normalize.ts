@@ -79,6 +79,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
       maxBufferedBytes: a.max_buffered_bytes,
       headerTimeoutMs: a.header_timeout_s,
       bodyTimeoutMs: a.body_timeout_s,
+      drainTimeoutMs: a.drain_timeout_s,
       agingMs: a.aging_s,
     },
     auth: {
@@ -167,6 +168,8 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     queueLimit: m.queue_limit ?? defaultQueueLimit(limit || podSum),
     queueTimeoutMs: m.queue_timeout_s ?? raw.admission.queue_timeout_s,
     maxQuotaPauseMs: m.max_quota_pause_s,
+    upstreamTimeoutMs: m.upstream_timeout_s,
+    streamIdleTimeoutMs: m.stream_idle_timeout_s,
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
     mode: m.mode ?? raw.admission.mode,

@@ -37,6 +37,7 @@ describe("parseConfig", () => {
       maxBufferedBytes: 256 * 2 ** 20,
       headerTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
+      drainTimeoutMs: 30_000,
       agingMs: 60_000,
     });
     assert.equal(c.auth.open, false);
@@ -50,6 +51,8 @@ describe("parseConfig", () => {
       queueLimit: 128,
       queueTimeoutMs: 30_000,
       maxQuotaPauseMs: 60_000,
+      upstreamTimeoutMs: 60_000,
+      streamIdleTimeoutMs: 30_000,
       fallback: "qwen3-8b",
       upstreamApiKeyEnv: "QWEN_API_KEY",
       mode: "enforce",
@@ -85,6 +88,8 @@ describe("parseConfig", () => {
         queueLimit: 128,
         queueTimeoutMs: 30_000,
         maxQuotaPauseMs: 60_000,
+        upstreamTimeoutMs: 60_000,
+        streamIdleTimeoutMs: 30_000,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
         breaker: {
@@ -100,6 +105,25 @@ describe("parseConfig", () => {
     assert.deepEqual(c.routes, []);
     assert.deepEqual(c.gpuGroups, {});
     assert.deepEqual(c.accounts, {});
+  });
+
+  test("upstream_timeout_s, stream_idle_timeout_s (per model) and admission.drain_timeout_s are durations", () => {
+    const c = parseConfig(
+      config(
+        { admission: { drain_timeout_s: "250ms" } },
+        { upstream_timeout_s: 2, stream_idle_timeout_s: "1.5s" },
+      ),
+    );
+    assert.deepEqual(
+      [c.models[0]!.upstreamTimeoutMs, c.models[0]!.streamIdleTimeoutMs, c.admission.drainTimeoutMs],
+      [2000, 1500, 250],
+    );
+    assert.equal(invalid(config({}, { upstream_timeout_s: 0 })).path, "models[0].upstream_timeout_s");
+    assert.equal(invalid(config({}, { stream_idle_timeout_s: -1 })).path, "models[0].stream_idle_timeout_s");
+    assert.equal(
+      invalid(config({ admission: { drain_timeout_s: "soon" } })).path,
+      "admission.drain_timeout_s",
+    );
   });
 
   test("max_quota_pause_s caps a model's quota pauses (seconds to ms; a negative one is refused by path)", () => {

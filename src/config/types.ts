@@ -50,6 +50,8 @@ export interface AdmissionConfig {
   readonly maxBufferedBytes: number;
   readonly headerTimeoutMs: number;
   readonly bodyTimeoutMs: number;
+  /** After SIGTERM, calls still running this long are cut and the gateway closes. */
+  readonly drainTimeoutMs: number;
   readonly agingMs: number;
 }
 
@@ -88,6 +90,10 @@ export interface ModelConfig {
   readonly queueTimeoutMs: number;
   /** Longest a provider's quota signal (429 with a reset) pauses one of its pods. */
   readonly maxQuotaPauseMs: number;
+  /** A pod's answer must start (status and headers) within this long, else 504 `upstream_timeout`. */
+  readonly upstreamTimeoutMs: number;
+  /** The longest silence between two chunks of a pod's answer before the call is cut. */
+  readonly streamIdleTimeoutMs: number;
   /** Another model's name, used when every pod of this one is tripped or quota-paused. */
   readonly fallback?: string;
   /** Name of the environment variable holding the upstream key; never the key itself. */

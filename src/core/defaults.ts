@@ -64,6 +64,12 @@ export const DEFAULTS = {
     maxBufferedBytes: 256 * MiB,
     headerTimeoutMs: 10_000,
     bodyTimeoutMs: 30_000,
+    /** A model's `upstream_timeout_s`: a pod's answer must start (status and headers) within it. */
+    upstreamTimeoutMs: 60_000,
+    /** A model's `stream_idle_timeout_s`: the longest silence between two chunks of a pod's answer. */
+    streamIdleTimeoutMs: 30_000,
+    /** `admission.drain_timeout_s`: after SIGTERM, calls still running this long are cut. */
+    drainTimeoutMs: 30_000,
     /** A model's `max_concurrent_requests`, and a pod's `max_inflight`, when nothing says otherwise. */
     maxInflight: 32,
     /** A client key is capped at `default` unless the config lets it ask for `interactive`. */
