@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import type { Snapshot } from "../core/snapshot.js";
 import { METRICS, MetricIds, QUEUE_WAIT_BUCKETS_S } from "./names.js";
@@ -35,6 +36,17 @@ describe("metric names", () => {
   test("uses the §4 queue-wait buckets", () => {
     assert.deepEqual(QUEUE_WAIT_BUCKETS_S, [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300]);
     assert.equal(METRICS[MetricIds.laneQueueWaitSeconds].buckets, QUEUE_WAIT_BUCKETS_S);
+  });
+
+  test("docs/metrics.md documents every metric with its kind and labels", () => {
+    const doc = readFileSync(new URL("../../docs/metrics.md", import.meta.url), "utf8");
+    for (const [name, def] of Object.entries(METRICS)) {
+      const labels = def.labels.length === 0 ? "—" : def.labels.map((l) => `\`${l}\``).join(", ");
+      assert.ok(
+        doc.includes(`| \`${name}\` | ${def.kind} | ${labels} | `),
+        `${name} (${def.kind}; ${labels})`,
+      );
+    }
   });
 
   test("names counters *_total and nothing else", () => {
