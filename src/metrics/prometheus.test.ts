@@ -283,6 +283,27 @@ describe("PrometheusMetrics", () => {
     metrics.close();
   });
 
+  test("startSeries() starts the series of lanes and pods added since, keeping the counts", async () => {
+    const gov = new Governor({
+      clock: new ManualClock(),
+      lanes: { chat: { limit: 1, pods: [{ id: "http://a:1", maxInflight: 1 }] } },
+    });
+    const metrics = new PrometheusMetrics(gov);
+    metrics.upstreamFailure("http://a:1", "reset");
+    gov.reconfigure({
+      lanes: {
+        chat: { limit: 1, pods: [{ id: "http://a:1", maxInflight: 1 }] },
+        ocr: { limit: 1, pods: [{ id: "http://b:2", maxInflight: 1 }] },
+      },
+    });
+    metrics.startSeries();
+    const samples = parse(await metrics.render());
+    assert.equal(value(samples, MetricIds.upstreamFailuresTotal, { pod: "http://a:1", cause: "reset" }), 1);
+    assert.equal(value(samples, MetricIds.upstreamFailuresTotal, { pod: "http://b:2", cause: "reset" }), 0);
+    assert.equal(value(samples, MetricIds.refusalsTotal, { lane: "ocr", reason: "queue_full" }), 0);
+    metrics.close();
+  });
+
   test("labels a governor refusal of a name that is no lane (the admission bound) as lane -", async () => {
     const gov = new Governor({
       clock: new ManualClock(),

@@ -157,6 +157,7 @@ export class PrometheusMetrics extends MetricsRecorder {
   readonly registry: Registry;
   readonly #sink: PrometheusSink;
   readonly #ownsRegistry: boolean;
+  readonly #source: SnapshotSource;
 
   constructor(governor: GovernorEventSource & SnapshotSource, options: PrometheusMetricsOptions = {}) {
     const sink = new PrometheusSink(governor, options);
@@ -164,15 +165,25 @@ export class PrometheusMetrics extends MetricsRecorder {
     this.#sink = sink;
     this.#ownsRegistry = options.registry === undefined;
     this.registry = sink.registry;
-    // Start the series an alert watches at 0, so `rate()` and `increase()` see the first event:
-    // every refusal reason on every lane (and `-`), every failure cause on every pod.
-    const { lanes, pods } = governor.snapshot();
+    this.#source = governor;
+    this.startSeries();
+    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Starts the series an alert watches at 0, so `rate()` and `increase()` see the first event
+   * instead of a series that appears at 1: every refusal reason on every lane of the snapshot
+   * (and `-`), every failure cause on every pod. Called at construction; call again after lanes
+   * or pods were added (a reload). Existing counts are kept.
+   */
+  startSeries(): void {
+    const { lanes, pods } = this.#source.snapshot();
+    const sink = this.#sink;
     for (const lane of [NO_LANE, ...lanes.map((l) => l.lane)])
       for (const reason of REFUSAL_REASONS) sink.counter(MetricIds.refusalsTotal, { lane, reason }, 0);
     for (const { id: pod } of pods)
       for (const cause of UPSTREAM_FAILURE_CAUSES)
         sink.counter(MetricIds.upstreamFailuresTotal, { pod, cause }, 0);
-    if (options.defaultMetrics) collectDefaultMetrics({ register: this.registry });
   }
 
   /** The sink the metrics are recorded into (for code that takes a plain `MetricSink`). */
