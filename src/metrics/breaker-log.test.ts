@@ -54,6 +54,23 @@ describe("logBreakerChanges", () => {
     );
   });
 
+  test("still logs, with the event's own lane, when the snapshot fails", async () => {
+    const { gov } = setup();
+    const lines: [BreakerLogLine, string][] = [];
+    const failing = {
+      onBreakerChange: gov.onBreakerChange,
+      snapshot: (): never => {
+        throw new Error("snapshot failed");
+      },
+    };
+    logBreakerChanges(failing, {
+      warn: (fields, message) => lines.push([fields as BreakerLogLine, message]),
+    });
+    (await gov.acquire("chat")).failed(503);
+    const mine = lines.map(([l]) => [l.pod, l.lanes, l.to, l.cooldown_s]);
+    assert.deepEqual(mine, [[POD, ["chat"], "open", 0]]);
+  });
+
   test("stops logging once disposed", async () => {
     const { gov, lines, sub } = setup();
     sub[Symbol.dispose]();

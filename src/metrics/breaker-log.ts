@@ -34,8 +34,7 @@ export function logBreakerChanges(
   log: WarnLogger,
 ): Disposable {
   return governor.onBreakerChange((e) => {
-    // The event is emitted after the breaker took its new state: the snapshot shows it.
-    const pod: PodSnapshot | undefined = governor.snapshot().pods.find((p) => p.id === e.pod);
+    const pod = podOf(governor, e.pod);
     const line: BreakerLogLine = {
       pod: e.pod,
       lanes: pod?.lanes ?? [e.lane],
@@ -46,4 +45,17 @@ export function logBreakerChanges(
     };
     log.warn(line, `breaker ${e.from} → ${e.to}`);
   });
+}
+
+/**
+ * The pod's row of the snapshot. The event is emitted after the breaker took its new state, so
+ * the row shows it. A snapshot that fails (mid-reconfigure) costs the line its extra fields, not
+ * the process: the emitter rethrows a listener's error where nothing catches it.
+ */
+function podOf(governor: Pick<Governor, "snapshot">, id: string): PodSnapshot | undefined {
+  try {
+    return governor.snapshot().pods.find((p) => p.id === id);
+  } catch {
+    return undefined;
+  }
 }
