@@ -70,10 +70,7 @@ export class Gateway {
     }
     this.#breakerLog = logBreakerChanges(governor, log);
     this.#streams = new TelemetryStreams(governor);
-    this.#upstreams = new Upstreams(config.models, options.env ?? process.env, {
-      headersTimeoutMs: 300_000,
-      bodyTimeoutMs: 300_000,
-    });
+    this.#upstreams = new Upstreams(config.models, options.env ?? process.env);
     const { maxBufferedBytes, maxBodyBytes, bodyTimeoutMs } = config.admission;
     this.#parts = {
       config,

@@ -80,3 +80,33 @@ export function sendJson(res: ServerResponse, status: number, value: unknown): v
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
   res.end(body);
 }
+
+/**
+ * What sluice answers when a pod failed a call it could not carry elsewhere: `upstream_error`
+ * (502: the pod could not be reached, or closed the connection without answering; or the pod's
+ * own overload status when its answer was too large to relay) and `upstream_timeout` (504).
+ */
+export type UpstreamErrorCode = "upstream_error" | "upstream_timeout";
+
+/**
+ * Writes an upstream failure as an OpenAI-shaped body. The message is plain and names no pod
+ * address and no internal error text: those go to the request's log line
+ * (`RequestContext.failures`).
+ */
+export function sendUpstreamError(
+  res: ServerResponse,
+  status: number,
+  code: UpstreamErrorCode,
+  message: string,
+  lane: string,
+  headers: Record<string, string | number>,
+): void {
+  const body = JSON.stringify({ error: { type: "upstream_error", code, message, lane } });
+  res.writeHead(status, {
+    ...headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "x-sluice-reason": code,
+  });
+  res.end(body);
+}

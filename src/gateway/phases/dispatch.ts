@@ -1,74 +1,82 @@
 /**
- * Phase 6: send the call to the pod the lease names, through that pod's keep-alive
- * undici pool, and stream the answer back byte for byte. A pod that refuses before starting the
- * call (connection refused or reset before any response byte, or an overload status) gets the
- * call re-dispatched to another pod within the lane's retry budget — only while the body can be
- * replayed and nothing has been sent to the client. The outcome goes to the lease (AIMD, breaker).
+ * Phase 6: send the call to the pod the lease names, through that pod's keep-alive undici pool,
+ * and stream the answer back byte for byte. The outcome goes to the lease (AIMD, breaker), and
+ * every failed attempt to `ctx.failures` (pod, cause, detail for the log).
+ *
+ * A call is sent again only when the pod provably never started it (DESIGN §1.3): the connection
+ * failed before the request was written, or the pod answered its own overload status. It goes to
+ * another pod of the lane within the re-dispatch budget, else to the lane's `fallback` model under
+ * that model's name — and only while the body can be replayed and nothing was sent to the client.
+ * A call whose request the pod may hold in full (written, then the connection reset, or no answer
+ * in time) is never sent again: it may have run. It ends in 502 `upstream_error` or 504
+ * `upstream_timeout`, with a plain message; the detail goes to the log.
  *
  * Built on undici's dispatcher handler API rather than `request()`: the answer's chunks go
  * straight from the upstream socket to the client's, with no body stream, async iterator or
  * promise per chunk, and backpressure by pausing the upstream read (STYLE: a lean request path).
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
-import { classifyOutcome } from "../../core/outcome.js";
-import type { DispatchResult, GatewayParts, RequestContext } from "../context.js";
-import { HttpError } from "../http-error.js";
-import { flatResponseHeaders, type Upstreams } from "../upstreams.js";
+import type { FailureInput } from "../../core/outcome.js";
+import type { DispatchResult, GatewayParts, RequestContext, UpstreamFailure } from "../context.js";
+import { HttpError, sendUpstreamError, type UpstreamErrorCode } from "../http-error.js";
+import { withModelName } from "../model-name.js";
+import { type CallTimeouts, flatResponseHeaders } from "../upstreams.js";
 import { UsageTap } from "../usage.js";
 import { limitedBody } from "./read-body.js";
 
-export interface DispatchInput {
-  req: IncomingMessage;
-  res: ServerResponse;
-  lease: Lease;
-  model: string;
-  path: string;
-  /** The buffered body (replayable), or null to stream `req` through. */
-  body: Buffer | null;
-  /** Bounds for a body streamed through. */
-  limits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
-  stream: boolean;
-  /** Headers sluice adds to the answer. */
-  extraHeaders: Record<string, string | number>;
-}
-
 const OVERLOAD = new Set([502, 503, 504, 529]);
+/**
+ * The most of an overload answer's body held while deciding whether to re-dispatch. Past it the
+ * pod's call is aborted and the rest never read: two 503s with 200 MiB bodies must not cost the
+ * gateway 400 MiB (issue 8).
+ */
+export const MAX_HELD_BYTES = 64 * 1024;
 const CLIENT_GONE = new Error("client disconnected");
+const HELD_TOO_LARGE = new Error(`overload answer body past ${MAX_HELD_BYTES} bytes; the rest was not read`);
+const TIMEOUTS = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+/**
+ * undici's errors about the call itself rather than the pod (an invalid request, a pool being
+ * closed or destroyed): before the request is written they say nothing about the pod.
+ */
+const LOCAL = new Set([
+  "UND_ERR_INVALID_ARG",
+  "UND_ERR_DESTROYED",
+  "UND_ERR_CLOSED",
+  "UND_ERR_NOT_SUPPORTED",
+  "UND_ERR_ABORTED",
+  "UND_ERR_REQ_CONTENT_LENGTH_MISMATCH",
+]);
 
 /**
- * The phase: sends the call to the lease's pod (the fallback lane's when the first choice was
- * tripped) and fills `ctx.result`. Resolves `false` once the answer has been forwarded (the
- * request has ended), or rejects with the client-side `HttpError` (413/408) of a body streamed
- * through.
+ * The phase: sends the call to the lease's pod and fills `ctx.result`. Resolves `false` once the
+ * answer has been forwarded (the request has ended), or rejects with the client-side `HttpError`
+ * (413/408) of a body streamed through, or with the fallback lane's refusal.
  */
 export function dispatch(ctx: RequestContext, gw: GatewayParts): Promise<boolean> {
-  const lease = ctx.lease!;
-  const input: DispatchInput = {
-    req: ctx.req,
-    res: ctx.res,
-    lease,
-    model: lease.lane,
-    path: ctx.path,
-    body: ctx.body,
-    limits: gw.bodyLimits,
-    stream: ctx.stream,
-    extraHeaders: {
-      "x-sluice-request-id": ctx.id,
-      "x-sluice-lane": lease.lane,
-      "x-sluice-priority": lease.priority,
-    },
-  };
   return new Promise((resolve, reject) => {
-    const exchange = new Exchange(gw.upstreams, input, resolve, reject);
+    const exchange = new Exchange(ctx, gw, resolve, reject);
     ctx.result = exchange.result;
     exchange.send();
   });
 }
 
-/** One call's trip upstream and back, as undici handler callbacks. */
+/** An overload answer being read before deciding whether to re-dispatch. */
+interface Held {
+  status: number;
+  headers: IncomingHttpHeaders;
+  chunks: Buffer[];
+  bytes: number;
+  /**
+   * Why its body was not read to the end (longer than {@link MAX_HELD_BYTES}, or the pod failed
+   * mid-body); undefined when it was read whole.
+   */
+  incomplete: string | undefined;
+}
+
+/** One call's trips upstream and back, as undici handler callbacks. */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly result: DispatchResult = {
     status: 0,
@@ -78,48 +86,81 @@ class Exchange implements Dispatcher.DispatchHandler {
     clientGone: false,
     error: undefined,
   };
-  readonly #headers: Record<string, string | string[]>;
+  /** Headers sluice adds to the answer. */
+  readonly #extra: Record<string, string | number>;
+  /** Lanes this call has been on: a fallback chain is followed once per lane. */
+  readonly #lanes = new Set<string>();
+  #lease!: Lease;
+  /** The body sent: the buffered one, with the fallback's model name on a fallback lane. */
+  #body: Buffer | null = null;
+  #headers!: Record<string, string | string[]>;
+  #timeouts!: CallTimeouts;
+  /** The pod of the attempt under way (a re-dispatch changes the lease's). */
+  #pod = "";
   #controller: Dispatcher.DispatchController | null = null;
   #tap: UsageTap | null = null;
-  /** An overload answer being read before deciding whether to re-dispatch. */
-  #held: { status: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | null = null;
+  #held: Held | null = null;
+  /** The answer's headers, for a 429's quota reset. */
+  #responseHeaders: IncomingHttpHeaders | null = null;
+  /**
+   * undici has started this attempt on a connected socket. A buffered body is written in the
+   * same tick (undici's `writeBuffer`; the handler API passes no `onRequestSent` on), so from
+   * here the pod may hold the whole request.
+   */
+  #started = false;
   #done = false;
-  #listening = false;
   #clientGone = false;
+  /** A re-dispatch is waiting for a pod. */
   #retrying = false;
 
   constructor(
-    readonly upstreams: Upstreams,
-    readonly input: DispatchInput,
+    readonly ctx: RequestContext,
+    readonly gw: GatewayParts,
     /** Called with `false` (the request has ended) once the answer is forwarded. */
     readonly resolve: (next: false) => void,
     readonly reject: (e: unknown) => void,
   ) {
-    this.#headers = upstreams.requestHeaders(input.req.headers, input.model, input.body?.length);
+    this.#extra = { "x-sluice-request-id": ctx.id };
+    this.#lanes.add(ctx.model!.name);
+    this.#useLease(ctx.lease!);
+    ctx.res.on("close", this.#onClose);
+  }
+
+  /** Takes `lease` (the first, or the fallback's): its lane's name, credentials and timeouts. */
+  #useLease(lease: Lease): void {
+    const { ctx, gw } = this;
+    this.#lease = lease;
+    ctx.lease = lease;
+    const lane = lease.lane;
+    this.#lanes.add(lane);
+    this.#extra["x-sluice-lane"] = lane;
+    this.#extra["x-sluice-priority"] = lease.priority;
+    // A lane reached as a fallback (here or by the Governor at acquire) serves its own model name.
+    const body = ctx.body;
+    this.#body = body === null || lane === ctx.model!.name ? body : withModelName(body, lane);
+    this.#headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, this.#body?.length, ctx.id);
+    this.#timeouts = gw.upstreams.timeouts(lane);
   }
 
   send(): void {
-    const { input } = this;
-    if (!this.#listening) {
-      this.#listening = true;
-      input.res.on("close", this.#onClose);
-    }
-    const target = this.upstreams.target(input.lease.pod!);
+    const { ctx, gw } = this;
+    const pod = this.#lease.pod!;
+    const target = gw.upstreams.target(pod);
+    this.#pod = pod;
     this.#controller = null;
     this.#held = null;
+    this.#responseHeaders = null;
+    this.#started = false;
+    const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
     target.pool.dispatch(
       {
-        path: target.basePath + input.path,
-        method: input.req.method as Dispatcher.HttpMethod,
+        path: target.basePath + ctx.path,
+        method: ctx.req.method as Dispatcher.HttpMethod,
         headers: this.#headers,
         // undici accepts an async iterable body; its typings list only Readable.
-        body:
-          input.body ??
-          (limitedBody(
-            input.req,
-            input.limits.maxBodyBytes,
-            input.limits.bodyTimeoutMs,
-          ) as unknown as Readable),
+        body: this.#body ?? (limitedBody(ctx.req, maxBodyBytes, bodyTimeoutMs) as unknown as Readable),
+        headersTimeout: this.#timeouts.headersTimeout,
+        bodyTimeout: this.#timeouts.bodyTimeout,
       },
       this,
     );
@@ -127,172 +168,247 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   /** The client went away before its answer was complete: abort the upstream request. */
   readonly #onClose = (): void => {
-    if (this.input.res.writableFinished) return;
+    if (this.ctx.res.writableFinished) return;
     this.#clientGone = true;
     this.#controller?.abort(CLIENT_GONE);
-    // A re-dispatch waiting for a pod has no one to answer any more: give it up.
-    if (this.#retrying) this.input.lease.release();
+    // A re-dispatch waiting for a pod has no one to answer any more: give it up. (A fallback
+    // lease being waited for is given up by the request's own abort signal.)
+    if (this.#retrying) this.#lease.release();
   };
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
+    this.#started = true;
     if (this.#clientGone) controller.abort(CLIENT_GONE);
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
-    const { input } = this;
     this.result.status = status;
     this.#responseHeaders = headers;
-    if (OVERLOAD.has(status) && input.body !== null) {
+    if (OVERLOAD.has(status) && this.#body !== null) {
       // The pod did not run the call: read its answer, then re-dispatch if the budget allows.
-      this.#held = { status, headers, chunks: [] };
+      this.#held = { status, headers, chunks: [], bytes: 0, incomplete: undefined };
       return;
     }
-    input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
-    input.res.writeHead(status, flatResponseHeaders(headers, input.extraHeaders));
+    const { res } = this.ctx;
+    res.writeHead(status, flatResponseHeaders(headers, this.#answerHeaders()));
     // Head, body and end of a small answer usually arrive in one tick: send them in one write.
-    input.res.cork();
-    process.nextTick(uncork, input.res);
-    const sse = input.stream || String(headers["content-type"] ?? "").includes("event-stream");
+    res.cork();
+    process.nextTick(uncork, res);
+    const sse = this.ctx.stream || String(headers["content-type"] ?? "").includes("event-stream");
     this.#tap = new UsageTap(sse);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#held !== null) {
-      this.#held.chunks.push(chunk);
+    const held = this.#held;
+    if (held !== null) {
+      if (held.bytes + chunk.length > MAX_HELD_BYTES) {
+        held.incomplete = HELD_TOO_LARGE.message;
+        controller.abort(HELD_TOO_LARGE); // continues in onResponseError, with the status known
+        return;
+      }
+      held.chunks.push(chunk);
+      held.bytes += chunk.length;
       return;
     }
     this.#tap!.push(chunk);
-    if (!this.input.res.write(chunk)) {
+    if (!this.ctx.res.write(chunk)) {
       // Backpressure: stop reading the pod until the client has taken what it was sent.
       controller.pause();
-      this.input.res.once("drain", () => controller.resume());
+      this.ctx.res.once("drain", () => controller.resume());
     }
   }
 
   onResponseEnd(): void {
     const held = this.#held;
     if (held !== null) {
-      void this.#afterOverload(held);
+      void this.#afterOverload(held).catch(this.#failed);
       return;
     }
-    const { input, result } = this;
-    input.res.end();
+    const { result } = this;
+    this.ctx.res.end();
     result.bytes = this.#tap!.bytes;
     result.usage = this.#tap!.usage();
     const status = result.status;
     if (OVERLOAD.has(status) || status === 429) {
       result.overloadStatus = status;
-      input.lease.failed({ status, headers: this.#responseHeaders ?? undefined });
+      this.#record({ pod: this.#pod, cause: "status", status });
+      this.#lease.failed({ status, headers: this.#responseHeaders ?? undefined });
     } else if (status >= 500) {
-      input.lease.failed(status);
+      this.#lease.failed(status);
     } else {
       const u = result.usage;
-      input.lease.succeeded(
+      this.#lease.succeeded(
         u ? { promptTokens: u.promptTokens, completionTokens: u.completionTokens } : undefined,
       );
     }
     this.#finish();
   }
 
-  /** The answer's headers, for a 429's quota reset. */
-  #responseHeaders: IncomingHttpHeaders | null = null;
-
   onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
-    void this.#onError(error);
-  }
-
-  async #afterOverload(held: {
-    status: number;
-    headers: IncomingHttpHeaders;
-    chunks: Buffer[];
-  }): Promise<void> {
-    const { input, result } = this;
-    result.overloadStatus = held.status;
-    if (await this.#retry({ status: held.status, headers: held.headers })) return this.send();
-    // No re-dispatch: pass the pod's own answer through (the lease already heard the refusal).
-    const body = Buffer.concat(held.chunks);
-    input.extraHeaders["x-sluice-queue-ms"] = Math.round(input.lease.queuedMs);
-    if (!input.res.headersSent)
-      input.res.writeHead(held.status, flatResponseHeaders(held.headers, input.extraHeaders));
-    input.res.end(body);
-    result.bytes = body.length;
-    this.#finish();
+    void this.#onError(error).catch(this.#failed);
   }
 
   async #onError(error: Error): Promise<void> {
-    const { input, result } = this;
-    if (this.#clientGone) {
-      result.clientGone = true;
-      input.lease.release(); // a client abort says nothing about the pod
-      return this.#finish();
-    }
+    if (this.#clientGone) return this.#gone();
     // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
     const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
     if (own instanceof HttpError) {
-      input.lease.release();
-      this.#done = true;
-      input.res.off("close", this.#onClose);
-      this.reject(own);
-      return;
+      this.#lease.release();
+      return this.#failed(own);
     }
-    // Refused before any response byte: the pod never started it; try another one.
-    if (
-      !input.res.headersSent &&
-      this.#held === null &&
-      input.body !== null &&
-      classifyOutcome(error).kind === "congestion" &&
-      (await this.#retry(error))
-    ) {
-      return this.send();
+    const code = (error as { code?: unknown }).code;
+    const detail = `${typeof code === "string" ? code : error.name}: ${error.message}`;
+    // An overload answer whose body was cut (by us past the bound, or by the pod): its status
+    // already said the pod did not run the call.
+    const held = this.#held;
+    if (held !== null) {
+      held.incomplete ??= detail;
+      return this.#afterOverload(held);
     }
-    input.lease.failed(error);
-    result.error = error.message;
-    if (input.res.headersSent) input.res.destroy(error);
-    else {
-      result.status = 502;
-      sendUpstreamError(input.res, input.lease, input.extraHeaders, error);
+    const timedOut = typeof code === "string" && TIMEOUTS.has(code);
+    if (!this.#started) {
+      if (typeof code !== "string" || LOCAL.has(code)) {
+        // Never sent, and not the pod's doing: nothing to tell its breaker.
+        this.gw.log.error({ request_id: this.ctx.id, pod: this.#pod, err: detail }, "upstream call not sent");
+        this.result.error = detail;
+        this.#lease.release();
+        return this.#answer(502, "upstream_error", "the gateway could not send the call to a model server");
+      }
+      // The connection failed before the request was written: the pod never saw it.
+      const cause = code === "UND_ERR_CONNECT_TIMEOUT" ? "timeout" : "refused";
+      this.#record({ pod: this.#pod, cause, detail });
+      if (await this.#elsewhere(error)) return;
+      this.result.error = detail;
+      return this.#answer(502, "upstream_error", "no model server could be reached for this call");
     }
+    // The pod may hold the whole request, and may have run it: it is never sent again.
+    this.#record({ pod: this.#pod, cause: timedOut ? "timeout" : "reset", detail });
+    this.result.error = detail;
+    this.#lease.failed(error); // a timeout is a failure for the breaker; a reset, congestion
+    if (this.ctx.res.headersSent) {
+      // Mid-answer there is nothing left to say: cut it, so it cannot pass for complete.
+      this.ctx.res.destroy();
+      return this.#finish();
+    }
+    if (code === "UND_ERR_HEADERS_TIMEOUT") {
+      const s = this.#timeouts.headersTimeout / 1000;
+      return this.#answer(504, "upstream_timeout", `the model server did not start its answer within ${s} s`);
+    }
+    if (code === "UND_ERR_BODY_TIMEOUT") {
+      const s = this.#timeouts.bodyTimeout / 1000;
+      return this.#answer(504, "upstream_timeout", `the model server sent nothing for ${s} s`);
+    }
+    return this.#answer(502, "upstream_error", "the model server closed the connection without answering");
+  }
+
+  async #afterOverload(held: Held): Promise<void> {
+    this.result.overloadStatus = held.status;
+    const detail = held.incomplete;
+    this.#record({ pod: this.#pod, cause: "status", status: held.status, ...(detail ? { detail } : {}) });
+    if (await this.#elsewhere({ status: held.status, headers: held.headers })) return;
+    // Nowhere else to go: the pod's own answer (the lease already heard the refusal).
+    const { res } = this.ctx;
+    if (held.incomplete !== undefined) {
+      // Only its start was read: say what it was, with its Retry-After, rather than half a body.
+      const headers = this.#answerHeaders();
+      const retryAfter = held.headers["retry-after"];
+      if (typeof retryAfter === "string") headers["retry-after"] = retryAfter;
+      const message = `the model server is overloaded (it answered ${held.status})`;
+      sendUpstreamError(res, held.status, "upstream_error", message, this.#lease.lane, headers);
+      this.result.status = held.status;
+      return this.#finish();
+    }
+    const body = Buffer.concat(held.chunks, held.bytes);
+    res.writeHead(held.status, flatResponseHeaders(held.headers, this.#answerHeaders()));
+    res.end(body);
+    this.result.bytes = body.length;
     this.#finish();
   }
 
-  async #retry(failure: unknown): Promise<boolean> {
+  /**
+   * The attempt never started: send the call to another pod of the lane, else to the lane's
+   * fallback model. True when it went on (or the client left and it ended); false when it has
+   * nowhere to go and the lease has ended with `failure`.
+   */
+  async #elsewhere(failure: FailureInput): Promise<boolean> {
+    if (this.#body === null) {
+      this.#lease.failed(failure); // a body streamed through cannot be sent twice
+      return false;
+    }
     this.#retrying = true;
-    const again = await this.input.lease.retry(failure).catch(() => false);
+    const again = await this.#lease.retry(failure).catch(() => false);
     this.#retrying = false;
-    return again && !this.#clientGone;
+    if (!again && !this.#clientGone) {
+      const fallback = await this.#fallbackLease();
+      if (fallback === null && !this.#clientGone) return false;
+      if (fallback !== null) this.#useLease(fallback);
+    }
+    if (this.#clientGone) this.#gone();
+    else this.send();
+    return true;
   }
+
+  /**
+   * A lease on the current lane's `fallback` model, or null when there is none (or it was
+   * already tried, or the client left while it was waited for). A refusal there is the answer.
+   */
+  async #fallbackLease(): Promise<Lease | null> {
+    const { ctx, gw } = this;
+    const name = gw.models.get(this.#lease.lane)?.fallback;
+    if (name === undefined || ctx.shadow !== null || this.#lanes.has(name)) return null;
+    ctx.abort ??= new AbortController();
+    const { signal } = ctx.abort;
+    const { priority, key } = ctx.claim!;
+    try {
+      return await gw.governor.acquire(name, { priority, key, tokens: ctx.tokens, signal, failFast: true });
+    } catch (error) {
+      if (signal.aborted) return null;
+      throw error;
+    }
+  }
+
+  /** Appends one failed attempt for the metrics and the log line (never the client). */
+  #record(failure: UpstreamFailure): void {
+    if (this.ctx.failures === null) this.ctx.failures = [failure];
+    else this.ctx.failures.push(failure);
+  }
+
+  /** The headers sluice adds to an answer. */
+  #answerHeaders(): Record<string, string | number> {
+    this.#extra["x-sluice-queue-ms"] = Math.round(this.#lease.queuedMs);
+    return this.#extra;
+  }
+
+  #answer(status: number, code: UpstreamErrorCode, message: string): void {
+    this.result.status = status;
+    sendUpstreamError(this.ctx.res, status, code, message, this.#lease.lane, this.#answerHeaders());
+    this.#finish();
+  }
+
+  /** The client left: a client abort says nothing about the pod. */
+  #gone(): void {
+    this.result.clientGone = true;
+    this.#lease.release();
+    this.#finish();
+  }
+
+  /** Ends the phase with an error the pipeline answers (a 413/408, or a fallback's refusal). */
+  readonly #failed = (error: unknown): void => {
+    if (this.#done) return;
+    this.#done = true;
+    this.ctx.res.off("close", this.#onClose);
+    this.reject(error);
+  };
 
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
-    this.input.res.off("close", this.#onClose);
+    this.ctx.res.off("close", this.#onClose);
     this.resolve(false);
   }
 }
 
 function uncork(res: ServerResponse): void {
   res.uncork();
-}
-
-function sendUpstreamError(
-  res: ServerResponse,
-  lease: Lease,
-  extra: Record<string, string | number>,
-  error: Error,
-): void {
-  const body = JSON.stringify({
-    error: {
-      type: "upstream_error",
-      code: "upstream_error",
-      message: `pod ${lease.pod} failed: ${error.message}`,
-      lane: lease.lane,
-    },
-  });
-  res.writeHead(502, {
-    ...extra,
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
-  res.end(body);
 }

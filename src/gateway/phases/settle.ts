@@ -30,9 +30,13 @@ export function settle(ctx: RequestContext, gw: GatewayParts): void {
   const lane = lease?.lane ?? asked;
   const outcome = outcomeOf(ctx);
   if (refused !== undefined) metrics.refusal(refused instanceof HttpError ? refused.code : refused, lane);
-  if (result?.overloadStatus !== undefined && lease?.pod)
-    metrics.upstreamOverload(lease.pod, result.overloadStatus);
-  if (failures !== null) for (const f of failures) metrics.upstreamFailure(f.pod, f.cause);
+  // Each failed attempt under the pod that failed it (after a re-dispatch, `lease.pod` is another).
+  if (failures !== null) {
+    for (const f of failures) {
+      metrics.upstreamFailure(f.pod, f.cause);
+      if (f.cause === "status" && f.status !== undefined) metrics.upstreamOverload(f.pod, f.status);
+    }
+  }
   if (result?.usage && lane !== undefined) {
     metrics.tokens(lane, "prompt", result.usage.promptTokens);
     metrics.tokens(lane, "completion", result.usage.completionTokens);
