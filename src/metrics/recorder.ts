@@ -110,8 +110,11 @@ export class MetricsRecorder implements Disposable {
       this.#sink.counter(MetricIds.wouldRefuseTotal, { lane: lane ?? NO_LANE, reason: code });
   }
 
-  /** An overload answer from `pod`: an HTTP status (429, 503) or a word (`"connect"`, `"reset"`). */
-  upstreamOverload(pod: string, status: number | string): void {
+  /**
+   * An overload answer from `pod`, by its HTTP status (429, 502, 503, 504, 529). Connection
+   * failures are `upstreamFailure`'s causes, not statuses.
+   */
+  upstreamOverload(pod: string, status: number): void {
     this.#sink.counter(MetricIds.upstreamOverloadsTotal, { pod, status: String(status) });
   }
 
