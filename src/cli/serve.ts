@@ -5,6 +5,7 @@
  *   sluice serve --demo            the built-in simulated fleet behind the embedded demo config
  *
  * SIGTERM/SIGINT drain: stop admitting (503 `draining`), finish what is in flight, exit 0.
+ * SIGHUP reloads the config file in place (`reload.ts`); an invalid one keeps the old config.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { demoConfig } from "../config/demo.js";
@@ -13,6 +14,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import { isSluiceError } from "../core/errors.js";
 import { Gateway } from "../gateway/gateway.js";
 import { demoFleet } from "../sim/fleet.js";
+import { reloadOnSighup } from "./reload.js";
 
 const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H]
 
@@ -46,6 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   let config: GatewayConfig;
   let closeFleet: (() => Promise<void>) | undefined;
+  let configPath: string | undefined;
   try {
     if (args.values.demo) {
       const fleet = await demoFleet();
@@ -65,6 +68,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       // The environment is the one the gateway reads upstream keys from: a missing one refuses to start.
       config = await loadConfigFile(path, { env: process.env });
+      configPath = path;
     }
   } catch (error) {
     await closeFleet?.();
@@ -97,12 +101,14 @@ export async function main(argv: string[]): Promise<number> {
   // Valid but probably not what was meant (a bound another makes unreachable, …): said at start.
   for (const warning of config.warnings) lines.push(`  warning:   ${warning}`);
   process.stderr.write(`${lines.join("\n")}\n`);
+  const stopReloading = reloadOnSighup(gateway, configPath);
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
       stopping = true;
       process.stderr.write(`sluice: ${signal}: draining\n`);
+      stopReloading();
       void gateway
         .drain()
         .then(() => closeFleet?.())

@@ -183,10 +183,10 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
             metricsPollMs: m.adaptive.metrics_poll_s ?? G.metricsPollMs,
           },
     breaker: {
+      enabled: b.enabled,
       failThreshold: b.fail_threshold,
       baseCooldownMs: b.base_cooldown_s,
       maxCooldownMs: b.max_cooldown_s,
-      enabled: b.enabled,
       backoffFactor: b.backoff_factor,
     },
     pods,

@@ -132,8 +132,8 @@ const adaptive = z.unknown().transform((v, ctx) => {
 
 const breaker = section(
   {
-    fail_threshold: withDefault(int(1), DEFAULTS.breaker.failThreshold),
     enabled: withDefault(bool, DEFAULTS.breaker.enabled),
+    fail_threshold: withDefault(int(1), DEFAULTS.breaker.failThreshold),
     base_cooldown_s: withDefault(duration(), DEFAULTS.breaker.baseCooldownMs),
     max_cooldown_s: withDefault(duration(), DEFAULTS.breaker.maxCooldownMs),
     backoff_factor: withDefault(atLeast(1), DEFAULTS.breaker.backoffFactor),

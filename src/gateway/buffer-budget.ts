@@ -8,5 +8,6 @@
 export class BufferBudget {
   used = 0;
 
-  constructor(readonly limit: number) {}
+  /** @param limit `admission.max_buffered_bytes`; a reload sets it (the count carries on). */
+  constructor(public limit: number) {}
 }

@@ -31,21 +31,25 @@ import type { TokenUsage } from "./usage.js";
  */
 export type Phase = (ctx: RequestContext, gw: GatewayParts) => boolean | Promise<boolean>;
 
-/** The gateway's parts the phases use, built once by `Gateway`. */
+/**
+ * The gateway's parts the phases use, built once by `Gateway`. The fields that are not readonly are
+ * swapped by `Gateway.reload` (SIGHUP): a phase reads them when it runs, so a call that arrives
+ * after a reload sees only the new config.
+ */
 export interface GatewayParts {
-  readonly config: GatewayConfig;
+  config: GatewayConfig;
   readonly governor: Governor;
   readonly metrics: PrometheusMetrics;
   readonly log: Logger;
-  readonly auth: Authenticator;
+  auth: Authenticator;
   readonly upstreams: Upstreams;
-  /** Every configured model by name (its lane). */
+  /** Every configured model by name (its lane); refilled in place by a reload. */
   readonly models: ReadonlyMap<string, ModelConfig>;
   /** The shadow-mode state of every model in shadow mode; enforce-mode models have none. */
   readonly shadows: ReadonlyMap<string, ShadowLane>;
   readonly buffers: BufferBudget;
   /** Bounds a body streamed through gets while it is forwarded. */
-  readonly bodyLimits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
+  bodyLimits: { readonly maxBodyBytes: number; readonly bodyTimeoutMs: number };
   /** Set by `drain()`/`close()`: new requests get 503 `draining`. */
   draining: boolean;
 }
@@ -143,7 +147,7 @@ export class RequestContext {
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
-    /** The request's path and query, forwarded as is. */
+    /** The request's path (dot segments resolved, `paths.ts`) and query: what is forwarded. */
     readonly path: string,
     /** The model of the `routes[]` entry that matched, if any. */
     readonly routed: string | undefined,

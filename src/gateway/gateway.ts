@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
 import type { GatewayConfig, ModelConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
+import { ConfigError } from "../core/errors.js";
 import { Governor } from "../governor/governor.js";
 import { logBreakerChanges } from "../metrics/breaker-log.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
@@ -17,10 +18,12 @@ import { type GatewayParts, RequestContext } from "./context.js";
 import { CountedResponse } from "./counted-response.js";
 import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
+import { resolveTarget } from "./paths.js";
 import { runPhases } from "./pipeline.js";
 import { sendError } from "./reply.js";
 import { readiness, serveReadyz } from "./routes/health.js";
 import { serveMetrics } from "./routes/metrics.js";
+import { isModelsPath, serveModels } from "./routes/models.js";
 import { serveLanes, TelemetryStreams } from "./routes/telemetry.js";
 import { SaturationPoller } from "./saturation.js";
 import { ShadowLane } from "./shadow.js";
@@ -40,34 +43,40 @@ export class Gateway {
   readonly governor: Governor;
   readonly metrics: PrometheusMetrics;
   readonly server: Server;
-  /** What the phases share; `draining` is the one field that changes. */
+  /** What the phases share: `draining` changes, and `reload` swaps the config's parts in place. */
   readonly #parts: GatewayParts;
-  readonly #config: GatewayConfig;
+  #config: GatewayConfig;
+  readonly #clock: Clock | undefined;
+  /** The models and shadow lanes of the config in force (the same maps as in `#parts`, refilled by `reload`). */
+  readonly #models = new Map<string, ModelConfig>();
+  readonly #shadows = new Map<string, ShadowLane>();
+  /** Unix seconds each model was first served (`GET /v1/models`' `created`). */
+  readonly #created = new Map<string, number>();
+  #listening = false;
+  readonly #logFromConfig: boolean;
   readonly #upstreams: Upstreams;
   readonly #streams: TelemetryStreams;
-  readonly #poller: SaturationPoller;
+  #poller: SaturationPoller;
   /** Breaker transitions logged at warn (issue 8: a dead pod is never silent). */
   readonly #breakerLog: Disposable;
 
   constructor(options: GatewayOptions) {
     const config = options.config;
     this.#config = config;
+    this.#clock = options.clock;
+    this.#logFromConfig = options.logger === undefined;
     const log = options.logger ?? pino({ level: config.log.level });
     const governor = new Governor(governorOptions(config, options.clock));
     this.governor = governor;
-    const models = new Map<string, ModelConfig>();
-    for (const m of config.models) models.set(m.name, m);
-    const shadows = new Map<string, ShadowLane>();
+    const models = this.#models;
+    const shadows = this.#shadows;
     // Shadow lanes' governor refusals are not refusals: the gateway counts them as would-refuse.
     const metrics = new PrometheusMetrics(governor, {
       shadow: (lane) => shadows.has(lane),
       isLane: (lane) => models.has(lane),
     });
     this.metrics = metrics;
-    for (const m of config.models) {
-      if (m.mode === "shadow")
-        shadows.set(m.name, new ShadowLane(m, (code) => metrics.wouldRefuse(code, m.name)));
-    }
+    this.#fillModels(config);
     this.#breakerLog = logBreakerChanges(governor, log);
     this.#streams = new TelemetryStreams(governor);
     this.#upstreams = new Upstreams(config.models, options.env ?? process.env);
@@ -115,6 +124,7 @@ export class Gateway {
       });
     });
     this.#poller.start();
+    this.#listening = true;
     const a = this.server.address() as AddressInfo;
     return `http://${a.family === "IPv6" ? `[${a.address}]` : a.address}:${a.port}`;
   }
@@ -145,19 +155,56 @@ export class Gateway {
     await this.#upstreams.close();
   }
 
-  /** Routes one request: model calls to the phases, anything else to the admin routes. */
+  /**
+   * Routes one request: model calls to the phases, `/v1/models` to the list, anything else to the
+   * admin routes. Routing and forwarding use the path with its dot segments resolved (`paths.ts`);
+   * a path that resolves outside the route its prefix names is 400 before anything is counted.
+   */
   handle(req: IncomingMessage, res: ServerResponse, expectContinue = false): Promise<void> {
-    const url = req.url ?? "/";
-    if (url.startsWith("/v1/")) {
+    let path: string;
+    let url: string;
+    try {
+      const target = resolveTarget(req.url ?? "/", this.#destination);
+      path = target.path;
+      url = target.query === "" ? path : path + target.query;
+    } catch (error) {
+      sendError(res, error, "-", this.#parts.log, this.governor);
+      return Promise.resolve();
+    }
+    if (path.startsWith("/v1/")) {
+      if (isModelsPath(path)) return this.#listModels(req, res, path, expectContinue);
       return runPhases(new RequestContext(req, res, url, undefined, expectContinue), this.#parts);
     }
     for (const route of this.#config.routes) {
-      if (url.startsWith(route.match)) {
+      if (path.startsWith(route.match)) {
         return runPhases(new RequestContext(req, res, url, route.model, expectContinue), this.#parts);
       }
     }
     if (expectContinue) res.writeContinue();
     return this.#admin(req, res, url);
+  }
+
+  /** Where a path goes: `/v1/`, the first route whose prefix it has, or the admin routes (null). */
+  readonly #destination = (path: string): string | null => {
+    if (path.startsWith("/v1/")) return "/v1/";
+    for (const route of this.#config.routes) if (path.startsWith(route.match)) return route.match;
+    return null;
+  };
+
+  /** `GET /v1/models[/{id}]`: answered here, behind the same auth as model calls. */
+  async #listModels(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    expectContinue: boolean,
+  ): Promise<void> {
+    try {
+      this.#parts.auth.authenticate(req);
+      if (expectContinue) res.writeContinue();
+      serveModels(req, res, path, this.#models, (m) => this.#created.get(m) ?? 0);
+    } catch (error) {
+      sendError(res, error, "-", this.#parts.log, this.governor);
+    }
   }
 
   async #admin(req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
@@ -183,5 +230,74 @@ export class Gateway {
 
   #readyz(res: ServerResponse): void {
     serveReadyz(res, readiness(this.governor.snapshot(), this.#config.models, this.#parts.draining));
+  }
+
+  /**
+   * Applies a new config to the running gateway without dropping a call (`sluice serve` on SIGHUP):
+   * limits, keys, pods and models apply to the live lanes (`Governor.reconfigure`), and the models,
+   * routes, client and admin keys, shadow state, body bounds and upstream pools are swapped in
+   * place. A call in flight finishes where it is, with the pool it has (a replaced pool closes once
+   * its calls are done); a call that arrives after this returns sees only the new config.
+   *
+   * @throws ConfigError when the new config changes what only a restart can (`listen`, `store`) or
+   *   the Governor refuses it; nothing has changed then.
+   */
+  reload(config: GatewayConfig): void {
+    refuseRestartOnly(this.#config, config);
+    // Validates before it changes anything, so it goes first: after it nothing here throws.
+    this.governor.reconfigure(governorOptions(config, this.#clock));
+    this.#config = config;
+    const parts = this.#parts;
+    parts.config = config;
+    this.#fillModels(config);
+    parts.auth = new Authenticator(config.auth.keys, config.admin.keys, config.auth.open);
+    const { maxBufferedBytes, maxBodyBytes, bodyTimeoutMs, headerTimeoutMs } = config.admission;
+    parts.buffers.limit = maxBufferedBytes; // one budget: bodies being read charge it across a reload
+    parts.bodyLimits = { maxBodyBytes, bodyTimeoutMs };
+    this.server.headersTimeout = headerTimeoutMs;
+    // `log.level` is the config's only for the logger built from it; a logger passed in keeps its own.
+    if (this.#logFromConfig) parts.log.level = config.log.level;
+    this.#upstreams.update(config.models);
+    this.#poller.stop();
+    this.#poller = new SaturationPoller(config.models, this.governor, parts.log);
+    if (this.#listening) this.#poller.start();
+  }
+
+  /** Fills the model and shadow-lane maps from `config` (at start and on reload). */
+  #fillModels(config: GatewayConfig): void {
+    const metrics = this.metrics;
+    this.#models.clear();
+    this.#shadows.clear();
+    const now = Math.floor(Date.now() / 1000);
+    for (const m of config.models) {
+      this.#models.set(m.name, m);
+      if (!this.#created.has(m.name)) this.#created.set(m.name, now);
+      if (m.mode === "shadow")
+        this.#shadows.set(m.name, new ShadowLane(m, (code) => metrics.wouldRefuse(code, m.name)));
+    }
+  }
+}
+
+/**
+ * Throws when `next` changes a key the running process cannot take on: the socket it listens on
+ * and the store its budgets live in are set up once, at start.
+ */
+function refuseRestartOnly(current: GatewayConfig, next: GatewayConfig): void {
+  const listen = (c: GatewayConfig) => `${c.listen.host}:${c.listen.port}`;
+  if (listen(next) !== listen(current)) {
+    throw new ConfigError(
+      "listen",
+      `${listen(current)} as at start`,
+      listen(next),
+      "listen changes only with a restart; the config was not reloaded",
+    );
+  }
+  if (JSON.stringify(next.store) !== JSON.stringify(current.store)) {
+    throw new ConfigError(
+      "store",
+      `${JSON.stringify(current.store)} as at start`,
+      JSON.stringify(next.store),
+      "store changes only with a restart; the config was not reloaded",
+    );
   }
 }

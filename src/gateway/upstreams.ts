@@ -62,6 +62,8 @@ export class Upstreams {
   readonly #pods = new Map<string, PodTarget>();
   readonly #credentialEnv = new Map<string, string>();
   readonly #timeouts = new Map<string, CallTimeouts>();
+  /** Pools a reload replaced, closing once their calls are done (`update`). */
+  readonly #retired = new Set<Pool>();
 
   constructor(
     models: readonly ModelConfig[],
@@ -148,7 +150,32 @@ export class Upstreams {
 
   /** Aborts every call still going to a pod and closes the pools (the drain deadline). */
   async destroy(): Promise<void> {
+    await Promise.all([...this.#retired].map((pool) => pool.destroy().catch(() => undefined)));
     await Promise.all([...this.#pods.values()].map((t) => t.pool.destroy().catch(() => undefined)));
+  }
+
+  /**
+   * Takes a reloaded config's pods and per-model settings in place (SIGHUP), so a call in flight,
+   * and its re-dispatch to a pod the reload added, keeps finding a pool. Every pod gets a pool
+   * built for the new config (a changed `max_inflight` must resize it: a pool too small would
+   * queue calls inside undici); each pool replaced closes once its calls are done.
+   */
+  update(models: readonly ModelConfig[]): void {
+    const next = new Upstreams(models, this.env);
+    const retired = [...this.#pods.values()];
+    this.#pods.clear();
+    for (const [url, t] of next.#pods) this.#pods.set(url, t);
+    this.#credentialEnv.clear();
+    for (const [m, v] of next.#credentialEnv) this.#credentialEnv.set(m, v);
+    this.#timeouts.clear();
+    for (const [m, v] of next.#timeouts) this.#timeouts.set(m, v);
+    for (const { pool } of retired) {
+      this.#retired.add(pool);
+      void pool
+        .close()
+        .catch(() => pool.destroy())
+        .finally(() => this.#retired.delete(pool));
+    }
   }
 }
 
