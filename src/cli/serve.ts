@@ -4,7 +4,8 @@
  *   sluice serve --config FILE     (or SLUICE_CONFIG)
  *   sluice serve --demo            the built-in simulated fleet behind the embedded demo config
  *
- * SIGTERM/SIGINT drain: stop admitting (503 `draining`), finish what is in flight, exit 0.
+ * SIGTERM/SIGINT drain: stop admitting (503 `draining`), finish what is in flight within
+ * `admission.drain_timeout_s` (then cut what is still running), exit 0.
  * SIGHUP reloads the config file in place (`reload.ts`); an invalid one keeps the old config.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
@@ -111,8 +112,16 @@ export async function main(argv: string[]): Promise<number> {
       stopReloading();
       void gateway
         .drain()
+        .then((cut) => {
+          if (cut > 0)
+            process.stderr.write(`sluice: drain_timeout_s passed: cut ${cut} requests still running\n`);
+        })
         .then(() => closeFleet?.())
-        .then(() => resolve(0));
+        .then(() => {
+          // Everything is closed; should a peer still hold a socket open, the process exits anyway.
+          setTimeout(() => process.exit(0), 1000).unref();
+          resolve(0);
+        });
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));

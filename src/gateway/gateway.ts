@@ -130,14 +130,30 @@ export class Gateway {
   }
 
   /**
-   * Drains (SIGTERM): stop admitting (503 `draining`), let what is admitted finish, then close.
-   * Resolves when nothing is left.
+   * Drains (SIGTERM): stop admitting (503 `draining`), let what is admitted finish for at most
+   * `deadlineMs`, then cut what is still running (its client connection closed, its pod call
+   * aborted) and close. Resolves with the number of requests cut (0 when everything finished).
+   *
+   * @param deadlineMs **Default:** `admission.drain_timeout_s`.
    */
-  async drain(): Promise<void> {
+  async drain(deadlineMs = this.#config.admission.drainTimeoutMs): Promise<number> {
     this.#parts.draining = true;
     this.#streams.closeAll();
-    await this.governor.whenIdle();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs, false);
+    });
+    const idle = await Promise.race([this.governor.whenIdle().then(() => true), late]);
+    clearTimeout(timer);
+    const cut = idle ? 0 : this.governor.admitted;
+    if (!idle) {
+      // A closed client connection aborts its call's pod request (dispatch's close handler);
+      // destroying the pools then aborts any pod request left without a client.
+      this.server.closeAllConnections();
+      await this.#upstreams.destroy();
+    }
     await this.close();
+    return cut;
   }
 
   /** Closes at once: listener, idle connections, upstream pools, timers. */
