@@ -11,7 +11,8 @@ import type { Gateway } from "../gateway/gateway.js";
 /**
  * Reloads `path` into `gateway` on every SIGHUP, one reload at a time (a signal that arrives
  * during one runs after it, so the file's last state wins). With no file (`--demo`) a SIGHUP
- * only says there is nothing to reload. Returns the function that stops listening.
+ * only says there is nothing to reload. Returns the function that stops reloading (for the
+ * drain): later SIGHUPs are still caught, so one arriving while the gateway drains cannot kill it.
  */
 export function reloadOnSighup(
   gateway: Gateway,
@@ -19,11 +20,15 @@ export function reloadOnSighup(
   write: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): () => void {
   let queue = Promise.resolve();
+  let stopped = false;
   const onSighup = () => {
-    queue = queue.then(() => reload(gateway, path, write));
+    if (stopped) write("sluice: SIGHUP: draining; the config is not reloaded");
+    else queue = queue.then(() => reload(gateway, path, write));
   };
   process.on("SIGHUP", onSighup);
-  return () => process.off("SIGHUP", onSighup);
+  return () => {
+    stopped = true;
+  };
 }
 
 /** One reload: never throws; says what happened. */

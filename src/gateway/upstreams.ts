@@ -156,19 +156,26 @@ export class Upstreams {
 
   /**
    * Takes a reloaded config's pods and per-model settings in place (SIGHUP), so a call in flight,
-   * and its re-dispatch to a pod the reload added, keeps finding a pool. Every pod gets a pool
-   * built for the new config (a changed `max_inflight` must resize it: a pool too small would
-   * queue calls inside undici); each pool replaced closes once its calls are done.
+   * and its re-dispatch to a pod the reload added, keeps finding a pool. Every pod listed gets a
+   * pool built for the new config (a changed `max_inflight` must resize it: a pool too small would
+   * queue calls inside undici); each pool replaced closes once its calls are done. A pod or model
+   * no longer listed keeps its pool and settings: the Governor grants it no new call, but its
+   * waiters are still granted there and must reach it (idle connections close on their own).
    */
   update(models: readonly ModelConfig[]): void {
     const next = new Upstreams(models, this.env);
-    const retired = [...this.#pods.values()];
-    this.#pods.clear();
-    for (const [url, t] of next.#pods) this.#pods.set(url, t);
-    this.#credentialEnv.clear();
-    for (const [m, v] of next.#credentialEnv) this.#credentialEnv.set(m, v);
-    this.#timeouts.clear();
-    for (const [m, v] of next.#timeouts) this.#timeouts.set(m, v);
+    const retired: PodTarget[] = [];
+    for (const [url, t] of next.#pods) {
+      const old = this.#pods.get(url);
+      if (old !== undefined) retired.push(old);
+      this.#pods.set(url, t);
+    }
+    for (const m of models) {
+      const envName = next.#credentialEnv.get(m.name);
+      if (envName === undefined) this.#credentialEnv.delete(m.name);
+      else this.#credentialEnv.set(m.name, envName);
+      this.#timeouts.set(m.name, next.#timeouts.get(m.name)!);
+    }
     for (const { pool } of retired) {
       this.#retired.add(pool);
       void pool

@@ -208,6 +208,39 @@ describe("Gateway.reload", SUITE, () => {
     await assertNothingLeft(stack);
   });
 
+  test("a model and pod no longer listed: the call running there and the one waiting both get their answer", async () => {
+    const r = await gatePod();
+    try {
+      const withGone = (keep: boolean) =>
+        parseConfig({
+          auth: { keys: [{ id: "b", sha256: sha256hex(KEY_B) }] },
+          models: [
+            model("m", [q.url], { queue_limit: 50 }, 2),
+            ...(keep ? [model("gone", [r.url], { queue_limit: 5, queue_timeout_s: 60 }, 1)] : []),
+          ],
+        });
+      stack.gateway.reload(withGone(true));
+      const running = chat(stack.url, "gone", { headers: bearer(KEY_B) });
+      await waitFor("the call to reach the pod", () => r.running === 1);
+      const waiting = chat(stack.url, "gone", { headers: bearer(KEY_B) });
+      await waitFor("the second call to queue", () => lane(stack, "gone")?.queued === 1);
+
+      stack.gateway.reload(withGone(false));
+      assertBadInput(await chat(stack.url, "gone", { headers: bearer(KEY_B) }), 404, "unknown_model");
+      r.open();
+      const answers = await Promise.all([running, waiting]);
+      assert.deepEqual(
+        answers.map((a) => a.status),
+        [200, 200],
+        answers.map((a) => a.text).join("\n"),
+      );
+      assert.equal(r.seen, 2);
+    } finally {
+      r.open();
+      await r.close();
+    }
+  });
+
   test("a change only a restart can make (listen, store) is refused, and nothing changes", async () => {
     const before = stack.gateway.governor.snapshot().lanes.map((l) => [l.lane, l.limit]);
     const next = parseConfig({
