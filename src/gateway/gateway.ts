@@ -277,6 +277,8 @@ export class Gateway {
     this.#poller.stop();
     this.#poller = new SaturationPoller(config.models, this.governor, parts.log);
     if (this.#listening) this.#poller.start();
+    // New lanes and pods get their refusal and failure series at 0, as at start.
+    this.metrics.startSeries();
   }
 
   /** Fills the model and shadow-lane maps from `config` (at start and on reload). */

@@ -186,6 +186,13 @@ describe("Gateway.reload", SUITE, () => {
     const routed = await call(stack.url, "/ocr/page", { body: "{}", headers: bearer(KEY_B) });
     assert.equal(routed.status, 200, routed.text);
     assert.equal(q.seen, 2);
+    const metrics = (await call(stack.url, "/metrics")).text;
+    assert.match(
+      metrics,
+      /^sluice_refusals_total\{[^}]*lane="n"[^}]*\} 0$/m,
+      "the new lane's series start at 0",
+    );
+    assert.ok(metrics.includes(`pod="${q.url}"`), "the new pod's failure series start at 0");
     const list = JSON.parse((await call(stack.url, "/v1/models", { headers: bearer(KEY_B) })).text);
     assert.deepEqual(
       list.data.map((m: { id: string }) => m.id),
