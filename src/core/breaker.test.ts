@@ -190,10 +190,22 @@ describe("a disabled breaker (enabled: false)", () => {
     assert.deepEqual(changes, []);
   });
 
-  test("a state restored open closes at the next signal instead of opening again", () => {
-    const b = Breaker.fromJSON({ kind: "half_open", trips: 3, probeInFlight: true }, { enabled: false });
-    assert.equal(b.onFailure(0, true), false);
-    assert.deepEqual(b.toJSON(), { kind: "closed", consecutive: 0 });
+  test("a breaker switched off while open or half-open is closed at once, and says so", () => {
+    for (const state of [
+      { kind: "open", openedAt: 0, trips: 2, cooldownMs: 30_000 },
+      { kind: "half_open", trips: 3, probeInFlight: true },
+    ] as const) {
+      const changes: string[] = [];
+      const b = Breaker.fromJSON(
+        state,
+        { enabled: false },
+        () => 0.5,
+        (t) => changes.push(`${t.from}→${t.to}`),
+      );
+      assert.deepEqual(b.toJSON(), { kind: "closed", consecutive: 0 });
+      assert.equal(b.allows(1), true);
+      assert.deepEqual(changes, [`${state.kind}→closed`]);
+    }
   });
 
   test("whatever happens, it stays closed and allows every dispatch (property)", () => {

@@ -112,6 +112,9 @@ export class Breaker {
   ): Breaker {
     const breaker = new Breaker(options, random, onChange);
     breaker.#state = checkState(state);
+    // Switched off (a reload to `enabled: false`) while open: the pod is freed at once, not at
+    // the end of a cooldown that no longer means anything.
+    if (!breaker.#enabled && breaker.#state.kind !== "closed") breaker.#close();
     return breaker;
   }
 
@@ -180,10 +183,8 @@ export class Breaker {
   onFailure(nowMs: number, isProbe: boolean, mayOpen = true): boolean {
     const s = this.#state;
     if (!this.#enabled) {
-      // Disabled: never opens. A state restored from a store while it was enabled is left by
-      // the first signal that would have moved it: it closes instead of opening again.
+      // Disabled: counted, never opens (and it is never anything but closed: see fromJSON).
       if (s.kind === "closed") s.consecutive++;
-      else this.#close();
       return false;
     }
     if (s.kind === "closed") {

@@ -8,6 +8,7 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { parseConfig } from "../../src/config/schema.js";
 import { assertNothingLeft, chat, model, type Stack, SUITE, startStack } from "./helpers.js";
 
 /** A pod that answers every call 503 and counts what it saw. */
@@ -46,18 +47,18 @@ describe("breaker: { enabled: false }", SUITE, () => {
   let on: RefusingPod;
   let adapt: RefusingPod;
 
+  /** The three models; `onBreaker` is model "on"'s breaker. */
+  const config = (onBreaker: Record<string, unknown>) => ({
+    models: [
+      model("off", [off.url], { breaker: { enabled: false } }),
+      model("on", [on.url], { breaker: onBreaker }),
+      model("adapt", [adapt.url], { breaker: { enabled: false }, adaptive: { floor: 1 } }, 8),
+    ],
+  });
+
   before(async () => {
     [off, on, adapt] = await Promise.all([refusingPod(), refusingPod(), refusingPod()]);
-    stack = await startStack({
-      sims: [],
-      config: () => ({
-        models: [
-          model("off", [off.url], { breaker: { enabled: false } }),
-          model("on", [on.url], { breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } }),
-          model("adapt", [adapt.url], { breaker: { enabled: false }, adaptive: { floor: 1 } }, 8),
-        ],
-      }),
-    });
+    stack = await startStack({ sims: [], config: () => config({ base_cooldown_s: 60, max_cooldown_s: 60 }) });
   });
   after(async () => {
     await stack.close();
@@ -83,6 +84,18 @@ describe("breaker: { enabled: false }", SUITE, () => {
       answers.slice(1).map((a) => a.headers["x-sluice-reason"]),
       Array(CALLS - 1).fill("upstream_unavailable"),
     );
+    await assertNothingLeft(stack);
+  });
+
+  test("a reload that switches an open breaker off frees its pod at once", async () => {
+    const pod = () => stack.gateway.governor.snapshot().pods.find((p) => p.id === on.url)!;
+    assert.equal(pod().breaker, "open", "tripped by the test before, 60 s cooldown");
+    stack.gateway.reload(parseConfig(config({ enabled: false })));
+    assert.equal(pod().breaker, "closed");
+    const seen = on.seen;
+    const a = await chat(stack.url, "on");
+    assert.notEqual(a.headers["x-sluice-reason"], "upstream_unavailable", a.text);
+    assert.equal(on.seen, seen + 1, "the call reached the pod");
     await assertNothingLeft(stack);
   });
 
