@@ -20,6 +20,7 @@ import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import type { FailureInput } from "../../core/outcome.js";
+import { attemptError } from "../attempt-error.js";
 import type { DispatchResult, GatewayParts, RequestContext, UpstreamFailure } from "../context.js";
 import { HttpError, sendUpstreamError, type UpstreamErrorCode } from "../http-error.js";
 import { withModelName } from "../model-name.js";
@@ -36,19 +37,6 @@ const OVERLOAD = new Set([502, 503, 504, 529]);
 export const MAX_HELD_BYTES = 64 * 1024;
 const CLIENT_GONE = new Error("client disconnected");
 const HELD_TOO_LARGE = new Error(`overload answer body past ${MAX_HELD_BYTES} bytes; the rest was not read`);
-const TIMEOUTS = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
-/**
- * undici's errors about the call itself rather than the pod (an invalid request, a pool being
- * closed or destroyed): before the request is written they say nothing about the pod.
- */
-const LOCAL = new Set([
-  "UND_ERR_INVALID_ARG",
-  "UND_ERR_DESTROYED",
-  "UND_ERR_CLOSED",
-  "UND_ERR_NOT_SUPPORTED",
-  "UND_ERR_ABORTED",
-  "UND_ERR_REQ_CONTENT_LENGTH_MISMATCH",
-]);
 
 /**
  * The phase: sends the call to the lease's pod and fills `ctx.result`. Resolves `false` once the
@@ -257,49 +245,36 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#lease.release();
       return this.#failed(own);
     }
-    const code = (error as { code?: unknown }).code;
-    const detail = `${typeof code === "string" ? code : error.name}: ${error.message}`;
+    const failure = attemptError(error, this.#started, this.#timeouts);
     // An overload answer whose body was cut (by us past the bound, or by the pod): its status
     // already said the pod did not run the call.
     const held = this.#held;
     if (held !== null) {
-      held.incomplete ??= detail;
+      held.incomplete ??= failure.detail;
       return this.#afterOverload(held);
     }
-    const timedOut = typeof code === "string" && TIMEOUTS.has(code);
-    if (!this.#started) {
-      if (typeof code !== "string" || LOCAL.has(code)) {
-        // Never sent, and not the pod's doing: nothing to tell its breaker.
-        this.gw.log.error({ request_id: this.ctx.id, pod: this.#pod, err: detail }, "upstream call not sent");
-        this.result.error = detail;
-        this.#lease.release();
-        return this.#answer(502, "upstream_error", "the gateway could not send the call to a model server");
-      }
-      // The connection failed before the request was written: the pod never saw it.
-      const cause = code === "UND_ERR_CONNECT_TIMEOUT" ? "timeout" : "refused";
-      this.#record({ pod: this.#pod, cause, detail });
-      if (await this.#elsewhere(error)) return;
-      this.result.error = detail;
-      return this.#answer(502, "upstream_error", "no model server could be reached for this call");
+    if (failure.kind === "local") {
+      // Never sent, and not the pod's doing: nothing to tell its breaker.
+      this.gw.log.error(
+        { request_id: this.ctx.id, pod: this.#pod, err: failure.detail },
+        "upstream call not sent",
+      );
+      this.#lease.release();
+    } else {
+      this.#record({ pod: this.#pod, cause: failure.cause, detail: failure.detail });
+      // The pod never saw it: another pod, or the fallback, may take it.
+      if (failure.kind === "not_started" && (await this.#elsewhere(error))) return;
+      // A call the pod may have run is never sent again. The lease hears the error itself: a
+      // timeout is a failure for the breaker, a reset congestion (outcome.ts).
+      this.#lease.failed(error);
     }
-    // The pod may hold the whole request, and may have run it: it is never sent again.
-    this.#record({ pod: this.#pod, cause: timedOut ? "timeout" : "reset", detail });
-    this.result.error = detail;
-    this.#lease.failed(error); // a timeout is a failure for the breaker; a reset, congestion
+    this.result.error = failure.detail;
     if (this.ctx.res.headersSent) {
       // Mid-answer there is nothing left to say: cut it, so it cannot pass for complete.
       this.ctx.res.destroy();
       return this.#finish();
     }
-    if (code === "UND_ERR_HEADERS_TIMEOUT") {
-      const s = this.#timeouts.headersTimeout / 1000;
-      return this.#answer(504, "upstream_timeout", `the model server did not start its answer within ${s} s`);
-    }
-    if (code === "UND_ERR_BODY_TIMEOUT") {
-      const s = this.#timeouts.bodyTimeout / 1000;
-      return this.#answer(504, "upstream_timeout", `the model server sent nothing for ${s} s`);
-    }
-    return this.#answer(502, "upstream_error", "the model server closed the connection without answering");
+    this.#answer(failure.status, failure.code, failure.message);
   }
 
   async #afterOverload(held: Held): Promise<void> {
