@@ -4,7 +4,7 @@
  * window, as headers and as body fields (STYLE G6).
  */
 import type { ServerResponse } from "node:http";
-import { QueueFullError, type SluiceError } from "../core/errors.js";
+import { BreakerOpenError, QueueFullError, type SluiceError, StoreUnavailableError } from "../core/errors.js";
 import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
 
 /** The lane's numbers at the moment of the refusal. */
@@ -41,6 +41,19 @@ function numbersOf(error: SluiceError, lane: LaneNumbers | undefined): LaneNumbe
 }
 
 /**
+ * The refusal's message on the wire: the error's own, less what only the operator should see
+ * (never a pod address or an internal error text in a client's answer; the pods are in the
+ * breaker's log lines and the snapshot).
+ */
+function wireMessage(error: SluiceError): string {
+  if (error instanceof BreakerOpenError)
+    return `every pod of lane ${error.lane} is tripped; retry in ${error.retryAfterMs} ms`;
+  if (error instanceof StoreUnavailableError)
+    return `the fleet store is unavailable; retry in ${error.retryAfterMs} ms`;
+  return error.message;
+}
+
+/**
  * Sends the refusal. `close` adds `Connection: close` (pre-body refusals: the unread upload must
  * not be parsed as the next request). `priority` is the class the request was judged as.
  */
@@ -58,7 +71,7 @@ export function sendRefusal(
     error: {
       type: "sluice_capacity",
       code: error.code,
-      message: error.message,
+      message: wireMessage(error),
       lane: n.lane,
       inflight: n.inflight,
       queued: n.queued,

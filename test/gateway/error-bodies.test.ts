@@ -125,6 +125,11 @@ describe("502 bodies", SUITE, () => {
       [[pod.url, "refused"]],
     );
     assert.match(String(failures?.[0]?.detail), /ECONNREFUSED/);
+    // The pod is tripped now: the next call is refused at once, and that body names no pod either.
+    const next = await chat(s.url, "m", { content: "while tripped" });
+    assert.equal(next.status, 503);
+    assert.equal(errorOf(next.text).code, "upstream_unavailable");
+    assert.doesNotMatch(next.text, INTERNALS);
     await assertNothingLeft(s);
   });
 });
