@@ -21,7 +21,10 @@ for (const file of files) {
   for (const m of readFileSync(file, "utf8").matchAll(spec)) {
     targets.push(normalize(join(dirname(file), m[1].replace(/\.js$/, ".ts"))));
   }
-  edges.set(file, targets.filter((t) => edges.has(t) || files.includes(t)));
+  edges.set(
+    file,
+    targets.filter((t) => edges.has(t) || files.includes(t)),
+  );
 }
 
 const state = new Map(); // 1 = on the stack, 2 = done
