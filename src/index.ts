@@ -14,24 +14,34 @@ export {
   isQueueFullError,
   isQueueTimeoutError,
   isQuotaPausedError,
+  isRateLimitError,
   isSluiceError,
   KeyLimitError,
   QueueFullError,
   QueueTimeoutError,
   QuotaPausedError,
+  RateLimitError,
   SluiceError,
   type SluiceErrorCode,
   StoreUnavailableError,
   TimeoutError,
 } from "./core/errors.js";
 export type { Event } from "./core/events.js";
-export type { Lease, Usage } from "./core/lease.js";
-export type { GovernorOptions, LaneOptions, PodOptions } from "./core/options.js";
+export type { Lease, ReleaseOptions, Usage } from "./core/lease.js";
+export type { AccountOptions, GovernorOptions, LaneOptions, PodOptions } from "./core/options.js";
 export type { FailureInput, Outcome } from "./core/outcome.js";
 export { classifyOutcome } from "./core/outcome.js";
 export type { Priority } from "./core/priority.js";
 export type { GrantEvent, RefusalEvent, ReleaseEvent, WidthEvent } from "./core/scheduler.js";
-export type { GroupSnapshot, KeySnapshot, LaneSnapshot, PodSnapshot, Snapshot } from "./core/snapshot.js";
+export type {
+  AccountSnapshot,
+  BucketSnapshot,
+  GroupSnapshot,
+  KeySnapshot,
+  LaneSnapshot,
+  PodSnapshot,
+  Snapshot,
+} from "./core/snapshot.js";
 export type { AcquireOptions, BreakerEvent } from "./governor/acquire-options.js";
 export { currentPriority, withPriority } from "./governor/context.js";
 export { Governor } from "./governor/governor.js";

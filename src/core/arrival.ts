@@ -1,13 +1,16 @@
 /**
  * The rules a lane applies to an arrival that cannot be granted now (DESIGN §1.1), each written
- * once: say no at once when the expected wait already exceeds the queue timeout, and when the
- * queue is full shed the newest waiter of a lower class — or refuse the arrival if there is none.
+ * once: say no at once when a token or request budget can never cover the call or not within the
+ * queue timeout, when the expected wait already exceeds the queue timeout, and when the queue is
+ * full shed the newest waiter of a lower class — or refuse the arrival if there is none.
  */
-import type { ArrivalBudget } from "./budget.js";
-import { KeyLimitError, QueueFullError } from "./errors.js";
+import { AccountBudget } from "./account.js";
+import type { ArrivalBudget, Budget } from "./budget.js";
+import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
 import type { Rank } from "./priority.js";
-import { expectedWaitMs, retryAfterMs } from "./retry-after.js";
+import { MINUTE_MS, RateBudget } from "./rate-budget.js";
+import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
 import type { QueueNode } from "./wait-queue.js";
 
 /** Releases measured before the expected-wait rule trusts the lane's drain rate. */
@@ -61,4 +64,50 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
     key.limit,
     retryAfterMs(key.queued + 1, lane.width, lane.hold),
   );
+}
+
+/** The token and request buckets of a metered budget (a model's own, or its account's). */
+function bucketsOf(b: Budget): (RateBudget | null)[] {
+  if (b instanceof RateBudget) return [b];
+  if (b instanceof AccountBudget) return [b.tokens, b.requests];
+  return [];
+}
+
+/**
+ * The refusal a call with token estimate `cost` gets from its lane's token and request budgets
+ * now, or null. Its estimate alone above a bucket's capacity: never fits (Retry-After a full
+ * minute: only a smaller request helps). A call that may wait (`canWait`) is refused only when
+ * the refill cannot cover it within the lane's queue timeout (Retry-After = that refill time); one
+ * that may not, whenever the bucket cannot cover it now. The refill time counts the bucket alone,
+ * not the waiters ahead of it: the queue timeout still bounds a wait that runs longer.
+ */
+export function rateRefusal(
+  lane: Lane,
+  cost: number,
+  nowMs: number,
+  canWait: boolean,
+): RateLimitError | null {
+  for (const budget of lane.metered) {
+    for (const bucket of bucketsOf(budget)) {
+      if (bucket === null) continue;
+      const needed = bucket.amount(cost);
+      const refusal = (retryMs: number, reason: RateLimitError["reason"]) =>
+        new RateLimitError(
+          lane.name,
+          bucket.name,
+          bucket.unit,
+          needed,
+          bucket.perMinute,
+          Math.floor(bucket.levelAt(nowMs)),
+          Math.max(MIN_RETRY_AFTER_MS, Math.ceil(retryMs)),
+          reason,
+        );
+      if (needed > bucket.perMinute) return refusal(MINUTE_MS, "exceeds_capacity");
+      const waitMs = bucket.readyAt(needed) - nowMs;
+      if (waitMs <= 0) continue;
+      if (!canWait) return refusal(waitMs, "no_wait");
+      if (waitMs > lane.settings.queueTimeoutMs) return refusal(waitMs, "cannot_cover_in_time");
+    }
+  }
+  return null;
 }

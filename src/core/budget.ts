@@ -1,9 +1,9 @@
 /**
  * Budgets: the limits on a call's path (DESIGN §1 table) — its lane, the pod it is sent to, GPU
- * groups, accounts, the gateway's bound — all answer the same questions, so the scheduler grants
- * and releases through one shape whatever the kind. A rate budget (tokens per minute, refilling
- * over time) is one more implementation of `Budget`: `cost` is its tokens, `nextChangeAt` its
- * refill, and nothing in the scheduler changes.
+ * groups, accounts, the gateway's bound, token and request rates — all answer the same questions,
+ * so the scheduler grants and releases through one shape whatever the kind. `cost` is the call's
+ * token estimate (0 when the caller gave none): a concurrency budget ignores it (one call is one
+ * slot), a token bucket counts it, a request bucket counts one per call (`rate-budget.ts`).
  */
 import { INTERACTIVE, type Rank } from "./priority.js";
 
@@ -17,10 +17,22 @@ export interface Budget {
    */
   hasRoom(rank: Rank, cost: number, nowMs: number): boolean;
   take(cost: number, nowMs: number): void;
-  /** Gives back what `take` took; never below zero (releasing twice must never add capacity). */
+  /**
+   * Gives back the slot `take` took; never below zero (releasing twice must never add capacity).
+   * A metered budget gives nothing back here: its reservation is settled by `reconcile`.
+   */
   give(cost: number, nowMs: number): void;
-  /** When this budget gains room by itself (a refill, a cooldown or pause ending); undefined if only a release frees it. */
-  nextChangeAt(nowMs: number): number | undefined;
+  /**
+   * When this budget gains room by itself for a call costing `cost` (a refill, a cooldown or pause
+   * ending); undefined if only a release frees it, or if it has room already.
+   */
+  nextChangeAt(nowMs: number, cost: number): number | undefined;
+  /**
+   * Present on metered budgets only (token and request buckets, accounts): settles the estimate
+   * `reserved` taken at `grantedAtMs` with what the call used — `null` when it never reached the
+   * provider (refunded), else its real tokens (refund or debt). Called once per grant, before `give`.
+   */
+  reconcile?(reserved: number, used: number | null, nowMs: number, grantedAtMs: number): void;
   /** Plain JSON state (what a shared store keeps). */
   toJSON(): BudgetState;
 }

@@ -140,6 +140,45 @@ export class BreakerOpenError extends SluiceError {
 }
 
 /**
+ * A token or request budget (`tpm` / `rpm`, a model's or an account's) cannot take the call: its
+ * estimate alone exceeds the bucket's capacity (`exceeds_capacity`: it never fits, shrink the
+ * request or its `max_tokens`), or the bucket will not refill enough within the lane's queue
+ * timeout (`cannot_cover_in_time`: Retry-After is the refill time), or it has no room now for a
+ * call that may not wait (`no_wait`). Nothing was sent upstream.
+ */
+export class RateLimitError extends SluiceError {
+  static readonly CODES = ["rate_limit"];
+  readonly code = "rate_limit";
+  readonly httpStatus = 429;
+  override readonly name = "RateLimitError";
+
+  constructor(
+    readonly lane: string,
+    /** The bucket that said no: the model's lane or the account. */
+    readonly budget: string,
+    readonly unit: "tokens" | "requests",
+    /** What the call needs from the bucket: its token estimate, or 1 request. */
+    readonly needed: number,
+    /** The bucket's capacity: its per-minute rate. */
+    readonly perMinute: number,
+    /** What the bucket holds now (whole units, negative while in debt). */
+    readonly available: number,
+    readonly retryAfterMs: number,
+    readonly reason: "exceeds_capacity" | "cannot_cover_in_time" | "no_wait",
+  ) {
+    super(
+      `${budget}'s ${unit} budget (${perMinute} ${unit}/min, ${available} available) ${
+        reason === "exceeds_capacity"
+          ? `can never cover this call's ${needed} ${unit}: it exceeds the capacity`
+          : reason === "cannot_cover_in_time"
+            ? `cannot cover this call's ${needed} ${unit} within the queue timeout`
+            : `has no room now for this call's ${needed} ${unit}`
+      } (lane ${lane}); retry in ${retryAfterMs} ms`,
+    );
+  }
+}
+
+/**
  * Every pod of the lane is paused by its provider's quota signal (a 429 with `Retry-After` or a
  * rate-limit reset): waiting would only run into the queue timeout, so the call is refused at once
  * with the remaining pause as its Retry-After. Nothing was sent upstream.
@@ -154,11 +193,15 @@ export class QuotaPausedError extends SluiceError {
     readonly lane: string,
     /** Pods of the lane, all paused. */
     readonly pods: number,
-    /** Until the first pod's pause ends. */
+    /** Until the first pod's pause ends (or the account's). */
     readonly retryAfterMs: number,
+    /** The account whose pause holds the lane (a 429 with a reset pauses the whole account); undefined when its pods are paused. */
+    readonly account?: string,
   ) {
     super(
-      `every pod of lane ${lane} (${pods}) is paused by a provider quota signal; retry in ${retryAfterMs} ms`,
+      account === undefined
+        ? `every pod of lane ${lane} (${pods}) is paused by a provider quota signal; retry in ${retryAfterMs} ms`
+        : `account ${account} of lane ${lane} is paused by a provider quota signal; retry in ${retryAfterMs} ms`,
     );
   }
 }
@@ -220,6 +263,9 @@ export const isBreakerOpenError = (e: unknown): e is BreakerOpenError =>
 /** Guard for {@link QuotaPausedError}. */
 export const isQuotaPausedError = (e: unknown): e is QuotaPausedError =>
   isSluiceError(e) && e.code === "quota_paused";
+/** Guard for {@link RateLimitError}. */
+export const isRateLimitError = (e: unknown): e is RateLimitError =>
+  isSluiceError(e) && e.code === "rate_limit";
 /** Guard for {@link ConfigError}. */
 export const isConfigError = (e: unknown): e is ConfigError =>
   isSluiceError(e) && e.code === "config_invalid";

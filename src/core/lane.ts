@@ -3,11 +3,12 @@
  * endpoint and model in the library, a configured model in the gateway. It owns its waiters,
  * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
  */
+import type { AccountBudget } from "./account.js";
 import type { Budget, ConcurrencyBudget } from "./budget.js";
 import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
-import { DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
+import { BULK, DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
 import { HoldTime } from "./retry-after.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 import { WindowHistogram } from "./window-histogram.js";
@@ -68,6 +69,8 @@ export class Lane<T extends QueueNode = QueueNode> {
   redispatching = 0;
   /** Who the lane's leases report their endings to (the Governor); set when it creates the lane. */
   owner: LaneOwner<T> | null = null;
+  /** The provider account this lane belongs to (also on its path), or null. */
+  account: AccountBudget | null = null;
 
   constructor(
     readonly name: string,
@@ -100,6 +103,11 @@ export class Lane<T extends QueueNode = QueueNode> {
     const laneBudgets = [this.budget, ...shared];
     this.lanePath = new Path(this.name, laneBudgets, laneBudgets.length, null);
     this.paths = this.pods === null ? [this.lanePath] : lanePaths(this.name, laneBudgets, this.pods);
+  }
+
+  /** The budgets on this lane's path whose room depends on a call's tokens (its own and its account's buckets). */
+  get metered(): readonly Budget[] {
+    return this.lanePath.metered;
   }
 
   get inflight(): number {
@@ -135,14 +143,20 @@ export class Lane<T extends QueueNode = QueueNode> {
    * call) are chosen only when no other pod can take it. `podOnly` checks just the pods' part
    * (a re-dispatch keeps its lane slot).
    */
-  choosePath(rank: Rank, nowMs: number, avoid: readonly Pod[] | null = null, podOnly = false): Path | null {
+  choosePath(
+    rank: Rank,
+    nowMs: number,
+    cost: number,
+    avoid: readonly Pod[] | null = null,
+    podOnly = false,
+  ): Path | null {
     const lanePath = this.lanePath;
-    if (!podOnly && !lanePath.hasRoom(rank, 1, nowMs)) return null;
+    if (!podOnly && !lanePath.hasRoom(rank, cost, nowMs)) return null;
     if (this.pods === null) return podOnly ? null : lanePath;
     let best: Path | null = null;
     let fallback: Path | null = null;
     for (const path of this.paths) {
-      if (!path.hasRoom(rank, 1, nowMs, path.podStart)) continue;
+      if (!path.hasRoom(rank, cost, nowMs, path.podStart)) continue;
       const pod = path.pod!;
       if (avoid?.includes(pod)) {
         fallback ??= path;
@@ -153,12 +167,34 @@ export class Lane<T extends QueueNode = QueueNode> {
     return best ?? fallback;
   }
 
-  /** When a budget on one of this lane's paths next gains room by itself (cooldown, pause, refill). */
-  nextChangeAt(nowMs: number): number | undefined {
+  /**
+   * When a budget on one of this lane's paths next gains room by itself (cooldown, pause, refill)
+   * for a call costing `cost` (the lane's next waiter's estimate).
+   */
+  nextChangeAt(nowMs: number, cost: number): number | undefined {
     let at: number | undefined;
     for (const path of this.paths) {
-      const change = path.nextChangeAt(nowMs);
+      const change = path.nextChangeAt(nowMs, cost);
       if (change !== undefined && (at === undefined || change < at)) at = change;
+    }
+    return at;
+  }
+
+  /**
+   * The next time a waiter's effective class rises (aging), among the heads of the classes that
+   * can still rise. Only a metered lane needs it: there the next waiter's estimate decides whether
+   * a bucket has room, so a waiter aging past another can make a grant possible by itself.
+   */
+  nextAgingAt(nowMs: number): number | undefined {
+    const agingMs = this.settings.agingMs;
+    let at: number | undefined;
+    for (let rank = DEFAULT_RANK; rank <= BULK; rank++) {
+      const head = this.queue.head(rank as Rank);
+      if (head === null) continue;
+      const steps = Math.floor((nowMs - head.arrivedAt) / agingMs);
+      if (steps >= rank) continue; // already interactive
+      const next = head.arrivedAt + (steps + 1) * agingMs;
+      if (at === undefined || next < at) at = next;
     }
     return at;
   }
@@ -185,9 +221,19 @@ export class Lane<T extends QueueNode = QueueNode> {
 
   /**
    * When no pod can take a call because each is either paused by a quota signal or tripped, and
-   * at least one is paused: the ms until the first pause ends. Undefined otherwise.
+   * at least one is paused — or the lane's account is paused: the ms until the lane may send
+   * again. Undefined otherwise.
    */
   pausedFor(nowMs: number): number | undefined {
+    const account = this.account;
+    if (account !== null && account.quotaUntil > nowMs) {
+      // The whole account is paused: nothing of this lane goes out before the pause ends.
+      return Math.max(account.quotaUntil - nowMs, this.#podsPausedFor(nowMs) ?? 0);
+    }
+    return this.#podsPausedFor(nowMs);
+  }
+
+  #podsPausedFor(nowMs: number): number | undefined {
     if (this.pods === null || this.pods.length === 0) return undefined;
     let first: number | undefined;
     for (const pod of this.pods) {

@@ -12,11 +12,37 @@ import type { GrantRecord, Pod } from "./pod.js";
 import { PRIORITIES, type Priority, type Rank } from "./priority.js";
 import type { QueueNode } from "./wait-queue.js";
 
-/** Actual usage reported at the end of a call (reconciles token budgets). */
+/**
+ * Actual usage reported at the end of a call: reconciles the token budgets (`tpm`) with the
+ * estimate reserved at the grant (`acquire(lane, { tokens })`). `tokens` is the total; else
+ * `promptTokens + completionTokens`.
+ */
 export interface Usage {
   tokens?: number;
   promptTokens?: number;
   completionTokens?: number;
+}
+
+/** Options of `lease.release()`. */
+export interface ReleaseOptions {
+  /**
+   * `false`: the call never reached the provider (it was not sent), so its token and request
+   * reservations are refunded. **Default:** `true` — without a verdict the call may have run, so
+   * the estimate stays charged.
+   */
+  sent?: boolean;
+}
+
+/** The tokens a usage report counts, or undefined when it counts none. */
+export function usageTokens(usage: Usage | undefined): number | undefined {
+  if (usage === undefined || usage === null) return undefined;
+  const n = (v: unknown): number | undefined =>
+    typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
+  const total = n(usage.tokens);
+  if (total !== undefined) return total;
+  const prompt = n(usage.promptTokens);
+  const completion = n(usage.completionTokens);
+  return prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0);
 }
 
 /** A held slot on every budget of a lane's path. */
@@ -31,12 +57,23 @@ export interface Lease extends Disposable, AsyncDisposable {
   readonly queuedMs: number;
   /** Dispatch attempts so far (1 + re-dispatches). */
   readonly attempts: number;
-  /** The call worked: feeds the pod's width and breaker, then releases. */
+  /**
+   * The call worked: feeds the pod's (and account's) width and breaker, then releases. `usage`
+   * reconciles the token budgets with the estimate reserved at the grant (refund or debt);
+   * without it the estimate stays charged.
+   */
   succeeded(usage?: Usage): void;
-  /** The call failed: an overload status or refusal narrows the pod, then releases. */
+  /**
+   * The call failed: an overload status or refusal narrows the pod, then releases. The estimate
+   * stays charged (the provider may have counted it), except for `{ refused: true }`: the pod
+   * never took the call, so its reservations are refunded.
+   */
   failed(failure: FailureInput): void;
-  /** Releases without a verdict (idempotent); also gives up a re-dispatch still waiting for a pod. */
-  release(): void;
+  /**
+   * Releases without a verdict (idempotent); also gives up a re-dispatch still waiting for a pod.
+   * The estimate stays charged unless `{ sent: false }` says the call never reached the provider.
+   */
+  release(options?: ReleaseOptions): void;
   /**
    * The pod refused before starting the call: re-dispatch to another pod keeping the arrival
    * time. Resolves true with `pod` updated, or false (lease released) when the per-call attempt
@@ -87,6 +124,15 @@ export class Ticket implements Lease, QueueNode {
   enqueuedAt = 0;
   grantedAt = 0;
   state: TicketState = "waiting";
+  /** The call's token estimate: what its path's token buckets reserve at the grant (0 = none given). */
+  tokens = 0;
+  /**
+   * What the call used, set by its ending: undefined keeps the estimate, null means it never
+   * reached the provider (refund), a number is its real tokens (refund or debt).
+   */
+  used: number | null | undefined = undefined;
+  /** The account's record of this call (cap at the grant, epoch), for lanes with an adaptive account. */
+  acct: GrantRecord | null = null;
   /** The budgets this ticket holds while granted (its lane's part only while a re-dispatch waits). */
   path: Path | null = null;
   dispatch: PodAttempt | null = null;
@@ -128,16 +174,29 @@ export class Ticket implements Lease, QueueNode {
     return this.grantedAt - this.enqueuedAt;
   }
 
-  succeeded(_usage?: Usage): void {
-    if (this.state === "granted") this.owner.end(this, undefined, true);
+  succeeded(usage?: Usage): void {
+    if (this.state !== "granted") return;
+    this.used = usageTokens(usage);
+    this.owner.end(this, undefined, true);
   }
 
   failed(failure: FailureInput): void {
-    if (this.state === "granted") this.owner.end(this, failure, true);
+    if (this.state !== "granted") return;
+    // The pod refused the connection: the provider never saw the call.
+    if (
+      typeof failure === "object" &&
+      failure !== null &&
+      (failure as { refused?: unknown }).refused === true
+    )
+      this.used = null;
+    this.owner.end(this, failure, true);
   }
 
-  release(): void {
-    if (this.state === "granted") this.owner.end(this, undefined, false);
+  release(options?: ReleaseOptions): void {
+    if (this.state === "granted") {
+      if (options?.sent === false) this.used = null;
+      this.owner.end(this, undefined, false);
+    }
     // A re-dispatch waiting again for a pod: releasing gives the call up (its retry() rejects).
     else if (this.state === "waiting" && this.resolve !== null && this.attempts > 1) this.owner.abandon(this);
   }

@@ -7,10 +7,14 @@
  */
 import type { Store } from "../store/store.js";
 import type { BreakerOptions, BreakerSettings } from "./breaker.js";
+import { resolveBreaker } from "./breaker-options.js";
 import type { Clock } from "./clock.js";
 import { DEFAULTS } from "./defaults.js";
-import { ConfigError } from "./errors.js";
 import { PRIORITIES, type Priority, rankOf } from "./priority.js";
+import { type AccountOptions, checkRate, type ResolvedAccount, resolveAccounts } from "./rate-options.js";
+import { check, isInt, isNum, knownKeys } from "./validate.js";
+
+export type { AccountOptions, ResolvedAccount } from "./rate-options.js";
 
 /** One endpoint serving a lane. */
 export interface PodOptions {
@@ -52,6 +56,12 @@ export interface LaneOptions {
    * pod of this lane. **Default:** 60 000 ms. A pod listed by several lanes takes the first's.
    */
   maxQuotaPauseMs?: number;
+  /** Tokens per minute for this lane (a token bucket, reserved at the grant from `acquire`'s `tokens`). **Default:** none. */
+  tpm?: number;
+  /** Requests per minute for this lane. **Default:** none. */
+  rpm?: number;
+  /** The provider account (a key of `accounts`) whose budgets this lane's calls also count against. */
+  account?: string;
 }
 
 /** Options of `new Governor(...)`. */
@@ -64,6 +74,8 @@ export interface GovernorOptions {
   groups?: Record<string, { limit: number }>;
   /** Keys (tenants): in flight + queued bound, and the highest class they may claim. */
   keys?: Record<string, { maxInflight: number; maxPriority?: Priority }>;
+  /** Provider accounts that lanes join by name (`LaneOptions.account`): one meter across their lanes. */
+  accounts?: Record<string, AccountOptions>;
   /** Time source. **Default:** `performance.now()`. Tests pass a `ManualClock`. */
   clock?: Clock;
   /** Randomness for breaker and reconnect jitter, in [0, 1). **Default:** `Math.random`. */
@@ -102,6 +114,11 @@ export interface ResolvedLane extends LaneSettings {
   adaptive: AdaptiveSettings | false;
   breaker: BreakerSettings;
   maxQuotaPauseMs: number;
+  /** The lane's own token and request budgets; undefined = none. */
+  tpm?: number | undefined;
+  rpm?: number | undefined;
+  /** The account it belongs to (a key of `accounts`). */
+  account?: string | undefined;
 }
 
 /** A key with every default applied. */
@@ -117,12 +134,15 @@ const RESOLVED = Symbol.for("sluice.resolvedOptions");
  * {@link resolveGovernorOptions} (the library path) or {@link markResolved} (the gateway config,
  * already validated by its own schema). Other options (clock, random, …) pass through as given.
  */
-export interface ResolvedOptions extends Omit<GovernorOptions, "lanes" | "defaults" | "groups" | "keys"> {
+export interface ResolvedOptions
+  extends Omit<GovernorOptions, "lanes" | "defaults" | "groups" | "keys" | "accounts"> {
   readonly lanes: Readonly<Record<string, ResolvedLane>>;
   /** Settings of a lane created on first use (no pods, no fallback). */
   readonly defaults: ResolvedLane;
   readonly groups: Readonly<Record<string, { limit: number }>>;
   readonly keys: Readonly<Record<string, ResolvedKey>>;
+  /** Provider accounts; absent = none. */
+  readonly accounts?: Readonly<Record<string, ResolvedAccount>>;
   readonly [RESOLVED]: true;
 }
 
@@ -171,6 +191,7 @@ export function resolveGovernorOptions(options: GovernorOptions | ResolvedOption
     defaults: resolveLane(undefined, options.defaults ?? {}, "defaults", groups),
     groups,
     keys,
+    accounts: resolveAccounts(options.accounts),
   });
 }
 
@@ -189,26 +210,6 @@ export function defaultQueueLimit(limit: number): number {
   return DEFAULTS.lane.queueLimitPerSlot * limit;
 }
 
-function check(ok: boolean, path: string, expected: string, received: unknown): void {
-  if (!ok) throw new ConfigError(path, expected, received);
-}
-const isInt = (v: unknown, min: number): v is number =>
-  typeof v === "number" && Number.isInteger(v) && v >= min;
-const isNum = (v: unknown, min: number): v is number =>
-  typeof v === "number" && Number.isFinite(v) && v >= min;
-
-/** `o` without its `undefined` members, so spreading it over defaults keeps the defaults. */
-function definedOnly<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function knownKeys(obj: object, allowed: readonly string[], path: string): void {
-  for (const k of Object.keys(obj)) {
-    if (!allowed.includes(k))
-      throw new ConfigError(`${path}.${k}`, `one of ${allowed.join(", ")}`, k, "unknown option");
-  }
-}
-
 const LANE_KEYS = [
   "limit",
   "reserve",
@@ -221,6 +222,9 @@ const LANE_KEYS = [
   "breaker",
   "fallback",
   "maxQuotaPauseMs",
+  "tpm",
+  "rpm",
+  "account",
 ] as const;
 
 /**
@@ -294,35 +298,7 @@ export function resolveLane(
     check(isInt(floor, 1), `${path}.adaptive.floor`, "an integer ≥ 1", floor);
     adaptive = { floor };
   }
-  const b = o.breaker ?? {};
-  check(typeof b === "object" && b !== null, `${path}.breaker`, "an object", b);
-  knownKeys(b, Object.keys(DEFAULTS.breaker), `${path}.breaker`);
-  const breaker: BreakerSettings = { ...DEFAULTS.breaker, ...definedOnly(b) };
-  check(typeof breaker.enabled === "boolean", `${path}.breaker.enabled`, "true or false", breaker.enabled);
-  check(
-    isInt(breaker.failThreshold, 1),
-    `${path}.breaker.failThreshold`,
-    "an integer ≥ 1",
-    breaker.failThreshold,
-  );
-  check(
-    isNum(breaker.baseCooldownMs, 0),
-    `${path}.breaker.baseCooldownMs`,
-    "a number of ms ≥ 0",
-    breaker.baseCooldownMs,
-  );
-  check(
-    isNum(breaker.maxCooldownMs, breaker.baseCooldownMs),
-    `${path}.breaker.maxCooldownMs`,
-    `a number of ms ≥ baseCooldownMs (${breaker.baseCooldownMs})`,
-    breaker.maxCooldownMs,
-  );
-  check(
-    isNum(breaker.backoffFactor, 1),
-    `${path}.breaker.backoffFactor`,
-    "a number ≥ 1",
-    breaker.backoffFactor,
-  );
+  const breaker = resolveBreaker(o.breaker, `${path}.breaker`);
   const maxQuotaPauseMs = o.maxQuotaPauseMs ?? DEFAULTS.quota.maxPauseMs;
   check(isNum(maxQuotaPauseMs, 0), `${path}.maxQuotaPauseMs`, "a number of ms ≥ 0", maxQuotaPauseMs);
   // The reserve is clamped, not refused: non-interactive work always keeps at least one slot.
@@ -339,7 +315,19 @@ export function resolveLane(
     breaker,
     fallback: o.fallback,
     maxQuotaPauseMs,
+    ...rates(o, path),
   });
+}
+
+/** A lane's `tpm`, `rpm` and `account`, only those given (a lane without them resolves as before). */
+function rates(o: LaneOptions, path: string): Pick<ResolvedLane, "tpm" | "rpm" | "account"> {
+  const tpm = checkRate(o.tpm, `${path}.tpm`);
+  const rpm = checkRate(o.rpm, `${path}.rpm`);
+  return {
+    ...(tpm === undefined ? {} : { tpm }),
+    ...(rpm === undefined ? {} : { rpm }),
+    ...(o.account === undefined ? {} : { account: o.account }),
+  };
 }
 
 /**
@@ -349,7 +337,11 @@ export function resolveLane(
 export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): void {
   if (isResolvedOptions(o)) return;
   check(typeof o === "object" && o !== null, "options", "an object", o);
-  knownKeys(o, ["lanes", "defaults", "groups", "keys", "clock", "random", "store", "admission"], "options");
+  knownKeys(
+    o,
+    ["lanes", "defaults", "groups", "keys", "accounts", "clock", "random", "store", "admission"],
+    "options",
+  );
   if (o.admission !== undefined) {
     check(typeof o.admission === "object" && o.admission !== null, "admission", "an object", o.admission);
     knownKeys(o.admission, ["maxInflight", "maxQueued"], "admission");
@@ -386,7 +378,15 @@ export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): v
   if (o.random !== undefined)
     check(typeof o.random === "function", "random", "a function returning a number in [0, 1)", o.random);
   const lanes = o.lanes ?? {};
+  const accounts = Object.keys(o.accounts ?? {});
   for (const [name, lane] of Object.entries(lanes)) {
+    if (lane?.account !== undefined)
+      check(
+        accounts.includes(lane.account),
+        `lanes.${name}.account`,
+        `one of the accounts (${accounts.join(", ") || "none configured"})`,
+        lane.account,
+      );
     if (lane?.fallback !== undefined)
       check(
         lane.fallback in lanes && lane.fallback !== name,

@@ -35,7 +35,8 @@ export type FailureInput =
 const SUCCESS: Outcome = { kind: "success" };
 const CONGESTION: Outcome = { kind: "congestion" };
 const FAILURE: Outcome = { kind: "failure" };
-const IGNORE: Outcome = { kind: "ignore" };
+/** The outcome that feeds nothing. */
+export const IGNORE: Outcome = { kind: "ignore" };
 
 const OVERLOAD_STATUSES = new Set([502, 503, 504, 529]);
 // Socket errors that mean the pod never took the request: a refusal, not a failure mid-call.
@@ -100,13 +101,24 @@ function quotaResetMs(o: Record<string, unknown>): number | undefined {
     // An HTTP-date Retry-After needs the wall clock; the gateway converts it to retryAfterMs.
     if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
   }
-  for (const name of ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens", "ratelimit-reset"]) {
-    const v = get(name);
-    if (v === undefined) continue;
-    const parsed = parseResetDuration(v);
-    if (parsed !== undefined) return parsed;
+  // OpenAI-style: a reset per limit. The limit that ran out (its remaining count 0) is the one
+  // that throttled; when both did, the later reset; when neither says, the earlier one.
+  let exhausted: number | undefined;
+  let earliest: number | undefined;
+  for (const kind of ["requests", "tokens"]) {
+    const v = get(`x-ratelimit-reset-${kind}`);
+    const reset = v === undefined ? undefined : parseResetDuration(v);
+    if (reset === undefined) continue;
+    const remaining = Number(get(`x-ratelimit-remaining-${kind}`));
+    if (!Number.isFinite(remaining) || remaining <= 0) exhausted = Math.max(exhausted ?? 0, reset);
+    earliest = Math.min(earliest ?? reset, reset);
   }
-  return undefined;
+  if (exhausted !== undefined || earliest !== undefined) return exhausted ?? earliest;
+  const reset = get("ratelimit-reset");
+  if (reset !== undefined) return parseResetDuration(reset);
+  // IETF draft-ietf-httpapi-ratelimit-headers: `RateLimit: "default";r=0;t=30` (t = seconds to reset).
+  const t = /(?:^|;)\s*t=(\d+(?:\.\d+)?)/.exec(get("ratelimit") ?? "");
+  return t === null ? undefined : Number(t[1]) * 1000;
 }
 
 /** OpenAI-style reset durations: "1s", "6m0s", "20ms", or bare seconds. */

@@ -15,6 +15,13 @@ import type { Pod } from "./pod.js";
 import type { Rank } from "./priority.js";
 
 export class Path {
+  /**
+   * The budgets whose room depends on a call's cost and that settle a reservation at its end
+   * (token and request buckets, accounts). Empty for most paths, so ending a call there costs
+   * nothing extra.
+   */
+  readonly metered: readonly Budget[];
+
   constructor(
     /** The lane this path serves. */
     readonly lane: string,
@@ -24,7 +31,9 @@ export class Path {
     readonly podStart: number,
     /** The pod this path ends at, or null when the caller picks the endpoint itself. */
     readonly pod: Pod | null,
-  ) {}
+  ) {
+    this.metered = budgets.filter((b) => b.reconcile !== undefined);
+  }
 
   /** Whether every budget from `from` on has room for a call of own class `rank` costing `cost`. */
   hasRoom(rank: Rank, cost: number, nowMs: number, from = 0): boolean {
@@ -33,11 +42,11 @@ export class Path {
     return true;
   }
 
-  /** The earliest time a budget on the path gains room by itself, or undefined. */
-  nextChangeAt(nowMs: number): number | undefined {
+  /** The earliest time a budget on the path gains room by itself for a call costing `cost`, or undefined. */
+  nextChangeAt(nowMs: number, cost: number): number | undefined {
     let at: number | undefined;
     for (const b of this.budgets) {
-      const change = b.nextChangeAt(nowMs);
+      const change = b.nextChangeAt(nowMs, cost);
       if (change !== undefined && (at === undefined || change < at)) at = change;
     }
     return at;

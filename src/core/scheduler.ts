@@ -10,13 +10,14 @@
  * waiter leaves no residue; every slot is given back exactly once.
  */
 import type { Store } from "../store/store.js";
-import { keyLimit, queueFull, shedVictim, waitExceedsTimeout } from "./arrival.js";
+import { keyLimit, queueFull, rateRefusal, shedVictim, waitExceedsTimeout } from "./arrival.js";
 import type { ArrivalBudget } from "./budget.js";
-import { type QueueFullError, QueueTimeoutError, type SluiceError } from "./errors.js";
+import { QueueTimeoutError, type SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import { PodAttempt, type Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
+import { IGNORE } from "./outcome.js";
 import type { Path } from "./path.js";
 import { effectiveRank, INTERACTIVE, type Rank } from "./priority.js";
 import { retryAfterMs } from "./retry-after.js";
@@ -68,8 +69,8 @@ export class Scheduler {
   /** Grants `t` at once when nobody waits in its lane and its whole path has room. */
   #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
     if (lane.queue.size > 0) return false;
-    const path = lane.choosePath(t.rank, nowMs);
-    if (path === null) return false;
+    const path = lane.choosePath(t.rank, nowMs, t.tokens);
+    if (path === null || this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
     this.#grant(lane, t, path, nowMs);
     return true;
   }
@@ -93,6 +94,8 @@ export class Scheduler {
     const lane = t.laneRef;
     if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
     if (this.grantIfFree(t, nowMs)) return "granted";
+    const rate = rateRefusal(lane, t.tokens, nowMs, false);
+    if (rate !== null) throw this.#refuse(lane, rate);
     throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
   }
 
@@ -108,20 +111,40 @@ export class Scheduler {
    * Would a call of class `rank` for `key` be refused on arrival right now? Used before reading a
    * request body (DESIGN §3.1 step 2), so a refused upload is never read. Queues nothing.
    */
-  precheck(lane: Lane<Ticket>, rank: Rank, key: ArrivalBudget | null): SluiceError | null {
+  precheck(
+    lane: Lane<Ticket>,
+    rank: Rank,
+    key: ArrivalBudget | null,
+    cost: number,
+    nowMs: number,
+  ): SluiceError | null {
     if (key?.full) return this.#refuse(lane, keyLimit(key, lane));
     const queue = lane.queue;
-    if (queue.size === 0 && lane.budget.hasRoom(rank)) return null;
-    // An interactive call takes a free reserve slot ahead of waiters that may not use it.
-    if (rank === INTERACTIVE && lane.budget.hasRoom(rank) && queue.head(INTERACTIVE) === null) return null;
-    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY);
+    const metered = lane.metered.length > 0;
+    if (!metered || lane.lanePath.hasRoom(rank, cost, nowMs)) {
+      if (queue.size === 0 && lane.budget.hasRoom(rank)) return null;
+      // An interactive call takes a free reserve slot ahead of waiters that may not use it.
+      if (rank === INTERACTIVE && lane.budget.hasRoom(rank) && queue.head(INTERACTIVE) === null) return null;
+    }
+    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY, cost, nowMs);
   }
 
   /**
-   * The refusal an arrival that must wait gets now (expected wait past the timeout, or a full
-   * queue with nobody of a lower class to shed), or null when it may queue.
+   * The refusal an arrival that must wait gets now (a token or request budget that can never
+   * cover it or not within the queue timeout, expected wait past the timeout, or a full queue
+   * with nobody of a lower class to shed), or null when it may queue.
    */
-  #arrivalRefusal(lane: Lane<Ticket>, rank: Rank, arrivedAt: number): QueueFullError | null {
+  #arrivalRefusal(
+    lane: Lane<Ticket>,
+    rank: Rank,
+    arrivedAt: number,
+    cost: number,
+    nowMs: number,
+  ): SluiceError | null {
+    if (lane.metered.length > 0) {
+      const rate = rateRefusal(lane, cost, nowMs, true);
+      if (rate !== null) return this.#refuse(lane, rate);
+    }
     const position = lane.queue.positionForArrival(rank);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
@@ -132,7 +155,7 @@ export class Scheduler {
   }
 
   #enqueue(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt);
+    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs);
     if (refusal !== null) throw refusal;
     if (lane.queue.size >= lane.settings.queueLimit)
       this.#shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
@@ -169,15 +192,16 @@ export class Scheduler {
       for (const lane of this.#waiting) {
         const c = lane.candidate(nowMs);
         if (c === null) continue;
-        const path = lane.choosePath(c.rank, nowMs, c.dispatch?.refusedBy ?? null);
+        const path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
         if (path === null) continue;
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
-        if (best === null || rank < bestRank || (rank === bestRank && c.arrivedAt < best.arrivedAt)) {
-          best = c;
-          bestLane = lane;
-          bestPath = path;
-          bestRank = rank;
-        }
+        if (best !== null && (rank > bestRank || (rank === bestRank && c.arrivedAt >= best.arrivedAt)))
+          continue;
+        if (this.#held(path, rank, c.arrivedAt, nowMs, lane)) continue;
+        best = c;
+        bestLane = lane;
+        bestPath = path;
+        bestRank = rank;
       }
       if (best === null || bestLane === null || bestPath === null) return;
       this.#remove(bestLane, best, nowMs);
@@ -186,13 +210,36 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A rate budget keeps its refill for the best waiter it cannot cover yet (DESIGN §1: waiters are
+   * served by effective class, then arrival): true when a waiter of another lane, better than
+   * (`rank`, `arrivedAt`), is held up by a metered budget on `path`. Without this, small calls of
+   * one model would keep an account's bucket low and a large call of another would never fit.
+   * Holding costs no capacity: tokens not taken stay in the bucket for the waiter that needs them.
+   */
+  #held(path: Path, rank: number, arrivedAt: number, nowMs: number, own: Lane<Ticket>): boolean {
+    if (path.metered.length === 0 || this.#waiting.size === 0) return false;
+    for (const lane of this.#waiting) {
+      if (lane === own || lane.metered.length === 0) continue;
+      const c = lane.candidate(nowMs);
+      if (c === null) continue;
+      const r = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
+      if (r > rank || (r === rank && c.arrivedAt >= arrivedAt)) continue;
+      for (const b of lane.metered)
+        if (path.metered.includes(b) && !b.hasRoom(c.rank, c.tokens, nowMs)) return true;
+    }
+    return false;
+  }
+
   /** The one place a grant takes its budgets: the whole path at once, then the key's slot. */
   #grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
-    if (!this.store.take(path, t.rank, 1, nowMs))
+    if (!this.store.take(path, t.rank, t.tokens, nowMs))
       throw new Error(`store refused a path it had room for (${lane.name})`);
     t.state = "granted";
     t.grantedAt = nowMs;
     t.path = path;
+    if (lane.account !== null)
+      t.acct = lane.account.record(t.acct ?? { inflightAtStart: 0, widthAtStart: 0, epoch: 0, probe: false });
     if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
     if (path.pod !== null) this.#attach(t, path, nowMs);
     lane.waits.record(nowMs - t.enqueuedAt, nowMs);
@@ -221,12 +268,17 @@ export class Scheduler {
     d.probe = pod.breaker.onDispatch(nowMs);
   }
 
-  /** The one place budgets are given back: whatever path the ticket holds, and its key's slot. */
+  /**
+   * The one place budgets are given back: whatever path the ticket holds, and its key's slot. Its
+   * metered budgets settle the reservation first, with what the call used (`t.used`: its real
+   * tokens, null when it never reached the provider, undefined to keep the estimate).
+   */
   #giveBack(t: Ticket, nowMs: number): void {
     const path = t.path;
     if (path !== null) {
       t.path = null;
-      this.store.give(path, 1, nowMs);
+      if (path.metered.length > 0) this.store.reconcile(path, t.tokens, t.used, nowMs, t.grantedAt);
+      this.store.give(path, t.tokens, nowMs);
     }
     if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
   }
@@ -237,6 +289,7 @@ export class Scheduler {
     t.state = "ended";
     const lane = t.laneRef;
     this.#settlePod(lane, t, outcome, nowMs);
+    this.#settleAccount(lane, t, outcome, nowMs);
     // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)
@@ -258,10 +311,25 @@ export class Scheduler {
     const d = t.dispatch;
     const pod = d?.pod ?? null;
     if (d === null || pod === null) return;
-    const verdict = pod.settle(outcome ?? { kind: "ignore" }, d, nowMs, lane.mayOpenAnother());
+    // A quota signal pauses the budget it belongs to: the account when the lane has one, else the pod.
+    const own = outcome === null || (outcome.kind === "quota" && lane.account !== null) ? IGNORE : outcome;
+    const verdict = pod.settle(own, d, nowMs, lane.mayOpenAnother());
     d.probe = false;
     if (verdict.widthChanged && this.onWidthChange.size > 0)
       this.onWidthChange.emit({ lane: lane.name, pod: pod.id, width: pod.width.width, ceiling: pod.ceiling });
+  }
+
+  /** The lane's account hears how an upstream attempt ended: its cap and its quota pause. */
+  #settleAccount(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
+    const account = lane.account;
+    if (account === null || t.acct === null || outcome === null) return;
+    if (account.settle(outcome, t.acct, nowMs) && this.onWidthChange.size > 0)
+      this.onWidthChange.emit({
+        lane: lane.name,
+        pod: `account:${account.name}`,
+        width: account.width.width,
+        ceiling: account.settings.maxInflight ?? account.width.width,
+      });
   }
 
   /**
@@ -282,6 +350,17 @@ export class Scheduler {
       this.end(t, outcome, nowMs); // nowhere else to send it (or no budget): the refusal ends the call
       return "denied";
     }
+    if (lane.account !== null && t.acct !== null) {
+      // The account hears every attempt. A quota signal paused it: every pod of the account would
+      // answer the same, so the refusal ends the call (the client gets the provider's reset).
+      this.#settleAccount(lane, t, outcome, nowMs);
+      if (lane.account.quotaUntil > nowMs) {
+        t.acct = null;
+        this.end(t, outcome, nowMs);
+        return "denied";
+      }
+      lane.account.record(t.acct);
+    }
     lane.retryTokens -= RETRY_COST;
     const d = t.dispatch!;
     const refused = d.pod!;
@@ -292,9 +371,9 @@ export class Scheduler {
     this.#leavePod(t, nowMs);
     if (d.refusedBy === null) d.refusedBy = [refused];
     else d.refusedBy.push(refused);
-    const path = lane.choosePath(t.rank, nowMs, d.refusedBy, true);
+    const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true);
     if (path !== null && !d.refusedBy.includes(path.pod!)) {
-      if (!this.store.take(path, t.rank, 1, nowMs, path.podStart))
+      if (!this.store.take(path, t.rank, t.tokens, nowMs, path.podStart))
         throw new Error(`store refused a pod it had room for (${lane.name})`);
       this.#attach(t, path, nowMs);
       if (this.#waiting.size > 0) this.pass(nowMs);
@@ -315,7 +394,10 @@ export class Scheduler {
       }
       this.#shed(lane, victim, nowMs);
     }
+    // The refusing pod never ran it: its reservations are refunded, and taken again at the re-grant.
+    t.used = null;
     this.#giveBack(t, nowMs);
+    t.used = undefined;
     t.enqueuedAt = nowMs;
     this.#push(lane, t, nowMs);
     this.pass(nowMs);
@@ -325,17 +407,22 @@ export class Scheduler {
   /** Gives back the pod's part of `t`'s path; `t` keeps its lane's part. */
   #leavePod(t: Ticket, nowMs: number): void {
     const path = t.path!;
-    this.store.give(path, 1, nowMs, path.podStart);
+    this.store.give(path, t.tokens, nowMs, path.podStart);
     t.path = t.laneRef.lanePath;
   }
 
-  /** Removes a waiting ticket (abort). No budget was held, so no pass is needed. */
+  /**
+   * Removes a waiting ticket (abort). No budget was held; only on a metered lane can its leaving
+   * let another waiter through (one with a smaller estimate behind it, or another lane's waiter
+   * the bucket was kept for), so only there does a pass run.
+   */
   cancel(t: Ticket, nowMs: number): boolean {
     if (t.state !== "waiting") return false;
     const lane = t.laneRef;
     this.#remove(lane, t, nowMs);
     t.state = "ended";
     if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
+    if (lane.metered.length > 0 && this.#waiting.size > 0) this.pass(nowMs);
     return true;
   }
 
@@ -383,8 +470,13 @@ export class Scheduler {
         const deadline = head.enqueuedAt + lane.settings.queueTimeoutMs;
         if (at === undefined || deadline < at) at = deadline;
       }
-      const change = lane.nextChangeAt(nowMs);
+      // A bucket's refill depends on the estimate of the waiter it is for: the lane's next one.
+      const change = lane.nextChangeAt(nowMs, lane.candidate(nowMs)?.tokens ?? 0);
       if (change !== undefined && (at === undefined || change < at)) at = change;
+      if (lane.metered.length > 0) {
+        const aging = lane.nextAgingAt(nowMs);
+        if (aging !== undefined && (at === undefined || aging < at)) at = aging;
+      }
     }
     return at;
   }

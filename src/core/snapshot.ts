@@ -3,10 +3,12 @@
  * `gov.snapshot()`, `/api/telemetry/lanes` and `sluice status`. Field names are snake_case
  * because this is a wire format read by dashboards and other languages.
  */
+import type { AccountBudget } from "./account.js";
 import type { AdmissionBudget } from "./admission.js";
 import type { ArrivalBudget, ConcurrencyBudget } from "./budget.js";
 import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
 import type { Pod } from "./pod.js";
+import { RateBudget } from "./rate-budget.js";
 
 export interface LaneSnapshot {
   lane: string;
@@ -24,8 +26,42 @@ export interface LaneSnapshot {
   queue_timeouts_5m: number;
   /** `queued > 0` held continuously for ≥ 60 s. */
   saturated: boolean;
-  /** Seconds until the first pod's quota pause ends while every pod is paused (calls are refused `quota_paused`); 0 otherwise. */
+  /** Seconds until the first pod's quota pause ends while every pod is paused, or the lane's account's pause (calls are refused `quota_paused`); 0 otherwise. */
   paused_s: number;
+  /** The lane's own token bucket (`tpm`), when it has one. */
+  tokens?: BucketSnapshot;
+  /** The lane's own request bucket (`rpm`), when it has one. */
+  requests?: BucketSnapshot;
+}
+
+/** A token or request bucket (`tpm` / `rpm`): its rate and level now, and what was used in the last minute. */
+export interface BucketSnapshot {
+  per_minute: number;
+  /** What the bucket holds now (whole units; negative while in debt). */
+  available: number;
+  /** Charged in the last minute, net of refunds. */
+  used_1m: number;
+}
+
+/** A provider account (seed 004: throttling at the account, concurrency in aggregate, and their ratio). */
+export interface AccountSnapshot {
+  account: string;
+  /** Its lanes (models). */
+  lanes: string[];
+  /** Calls in flight across its lanes. */
+  inflight: number;
+  /** The configured `max_inflight`; null when it has none. */
+  max_inflight: number | null;
+  /** The adaptive cap now (cut on throttling, grown on success); null without `max_inflight`. */
+  adaptive_cap: number | null;
+  tokens: BucketSnapshot | null;
+  requests: BucketSnapshot | null;
+  /** Answers that said slow down (429, 503, 529) in the last minute. */
+  throttled_1m: number;
+  /** `throttled_1m` per call in flight (in flight counted as at least 1). */
+  throttled_per_inflight: number;
+  /** Seconds left of a provider quota pause of the whole account; 0 when none. */
+  quota_paused_s: number;
 }
 
 export interface PodSnapshot {
@@ -80,7 +116,7 @@ export interface Snapshot {
   pods: PodSnapshot[];
   groups: GroupSnapshot[];
   keys: KeySnapshot[];
-  accounts: never[];
+  accounts: AccountSnapshot[];
   admission?: AdmissionSnapshot;
 }
 
@@ -104,6 +140,39 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
     queue_timeouts_5m: lane.timeouts.events(nowMs),
     saturated: lane.queuedSince !== undefined && nowMs - lane.queuedSince >= SATURATED_AFTER_MS,
     paused_s: seconds(lane.pausedFor(nowMs) ?? 0),
+    ...laneBuckets(lane, nowMs),
+  };
+}
+
+/** The lane's own buckets (its account's are in the account's entry). */
+function laneBuckets(lane: Lane, nowMs: number): Pick<LaneSnapshot, "tokens" | "requests"> {
+  const out: Pick<LaneSnapshot, "tokens" | "requests"> = {};
+  for (const b of lane.metered) if (b instanceof RateBudget) out[b.unit] = bucketSnapshot(b, nowMs);
+  return out;
+}
+
+export function bucketSnapshot(b: RateBudget, nowMs: number): BucketSnapshot {
+  return {
+    per_minute: b.perMinute,
+    available: Math.floor(b.levelAt(nowMs)),
+    used_1m: Math.round(b.used.total(nowMs)),
+  };
+}
+
+export function accountSnapshot(a: AccountBudget, lanes: string[], nowMs: number): AccountSnapshot {
+  const throttled = a.throttled.total(nowMs);
+  const bounded = a.settings.maxInflight !== undefined;
+  return {
+    account: a.name,
+    lanes,
+    inflight: a.inflight,
+    max_inflight: a.settings.maxInflight ?? null,
+    adaptive_cap: bounded ? a.width.width : null,
+    tokens: a.tokens === null ? null : bucketSnapshot(a.tokens, nowMs),
+    requests: a.requests === null ? null : bucketSnapshot(a.requests, nowMs),
+    throttled_1m: throttled,
+    throttled_per_inflight: Math.round((throttled / Math.max(1, a.inflight)) * 1000) / 1000,
+    quota_paused_s: seconds(Math.max(0, a.quotaUntil - nowMs)),
   };
 }
 

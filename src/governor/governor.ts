@@ -6,7 +6,6 @@
 import { channel } from "node:diagnostics_channel";
 import { hostname } from "node:os";
 import type { BreakerTransition } from "../core/breaker.js";
-import type { ArrivalBudget } from "../core/budget.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { KeyLimitError, type SluiceError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
@@ -26,7 +25,7 @@ import {
 import type { Snapshot } from "../core/snapshot.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
-import type { AcquireOptions, BreakerEvent } from "./acquire-options.js";
+import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
@@ -93,8 +92,13 @@ export class Governor {
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
     this.onWidthChange = this.#scheduler.onWidthChange.event;
-    this.#registry = new Registry(resolved, this.#store, this.#random, this.#owner, (lane, pod, t) =>
-      this.#onBreaker(lane, pod, t),
+    this.#registry = new Registry(
+      resolved,
+      this.#store,
+      this.#random,
+      this.#owner,
+      (lane, pod, t) => this.#onBreaker(lane, pod, t),
+      () => this.#clock.now(),
     );
   }
 
@@ -118,10 +122,13 @@ export class Governor {
     }
     const key = this.#registry.key(options.key);
     const rank = capped(asked, key);
+    const tokens = tokenEstimate(options.tokens);
+    if (tokens instanceof Error) return Promise.reject(tokens);
     const now = this.#clock.now();
     const laneState = route(this.#registry, this.#scheduler, first, now, options.failFast === true);
     if (!(laneState instanceof Lane)) return Promise.reject(laneState);
     const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
+    t.tokens = tokens;
     if (signal !== undefined) t.abort = { signal, detach: null };
     let admitted: "granted" | "queued";
     try {
@@ -147,14 +154,20 @@ export class Governor {
    * The refusal an arrival would get right now, without queueing it: checked before a request
    * body is read (DESIGN §3.1 step 2). Undefined when it would be admitted or queued.
    */
-  check(lane: string, options: { priority?: Priority; key?: string } = {}): SluiceError | undefined {
+  check(
+    lane: string,
+    options: { priority?: Priority; key?: string; tokens?: number } = {},
+  ): SluiceError | undefined {
     const laneState = this.#registry.lanes.get(lane);
     if (laneState === undefined) return undefined;
     const key = this.#registry.key(options.key);
     const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
-    const routed = route(this.#registry, this.#scheduler, laneState, this.#clock.now(), false);
+    const now = this.#clock.now();
+    const routed = route(this.#registry, this.#scheduler, laneState, now, false);
     if (!(routed instanceof Lane)) return routed;
-    return this.#scheduler.precheck(routed, rank, key) ?? undefined;
+    const tokens = tokenEstimate(options.tokens);
+    if (tokens instanceof Error) throw tokens;
+    return this.#scheduler.precheck(routed, rank, key, tokens, now) ?? undefined;
   }
 
   /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
@@ -221,14 +234,13 @@ export class Governor {
     const laneState = this.#registry.lanes.get(lane);
     if (laneState === undefined || this.#closed) return undefined;
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
+    const tokens = tokenEstimate(options.tokens);
+    if (tokens instanceof Error) throw tokens;
     const key = this.#registry.key(options.key);
     const now = this.#clock.now();
-    if (
-      laneState.pods !== null &&
-      route(this.#registry, this.#scheduler, laneState, now, false) !== laneState
-    )
-      return undefined;
+    if (route(this.#registry, this.#scheduler, laneState, now, false) !== laneState) return undefined;
     const t = new Ticket(laneState, capped(asked, key), options.arrivedAt ?? now, key);
+    t.tokens = tokens;
     if (!this.#scheduler.grantIfFree(t, now)) return undefined;
     if (grantChannel.hasSubscribers) grantChannel.publish(t);
     return t;
@@ -384,9 +396,4 @@ export class Governor {
     if (this.#breakerChanges.size > 0)
       this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
   }
-}
-
-/** A class's rank, lowered to the highest class the key may claim. */
-function capped(rank: Rank, key: ArrivalBudget | null): Rank {
-  return key === null ? rank : key.cap(rank);
 }

@@ -8,6 +8,7 @@
  * so calls in flight keep their slots and are released into the new limits, and waiters keep
  * their place. Nothing changes unless the whole new configuration is consistent.
  */
+import type { AccountBudget } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { BreakerTransition } from "../core/breaker.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
@@ -18,6 +19,7 @@ import type { PodOptions, ResolvedLane, ResolvedOptions } from "../core/options.
 import { Pod } from "../core/pod.js";
 import { rankOf } from "../core/priority.js";
 import {
+  accountSnapshot,
   admissionSnapshot,
   groupSnapshot,
   keySnapshot,
@@ -45,6 +47,8 @@ export class Registry {
   readonly passThrough = new Map<string, Lease>();
   readonly groups = new Map<string, ConcurrencyBudget>();
   readonly keys = new Map<string, ArrivalBudget>();
+  /** Provider accounts by name: each one budget on the path of every lane of the account. */
+  readonly accounts = new Map<string, AccountBudget>();
   /** One pod per URL, whichever lanes list it. */
   readonly pods = new Map<string, Pod>();
   /** The admission bound across every lane, when configured: on every lane's path. */
@@ -59,6 +63,8 @@ export class Registry {
     readonly random: () => number,
     readonly owner: TicketOwner,
     readonly onBreaker: BreakerListener,
+    /** The clock, for buckets made or changed (a bucket starts full at the time it is made). */
+    readonly now: () => number,
   ) {
     this.apply(options);
   }
@@ -91,6 +97,11 @@ export class Registry {
       budget.limit = k.maxInflight;
       budget.maxRank = rankOf(k.maxPriority)!;
       return budget;
+    });
+    syncMap(this.accounts, options.accounts ?? {}, (name, settings) => {
+      const account = store.account(`account:${name}`, settings, this.now(), name);
+      account.reconfigure(settings, this.now());
+      return account;
     });
     syncMap(this.pods, Object.fromEntries(specs), (id, spec) => this.#pod(id, spec));
     const configured = new Set(Object.keys(options.lanes));
@@ -135,9 +146,16 @@ export class Registry {
         ...[...this.groups].map(([name, g]) => groupSnapshot(name, g)),
       ],
       keys: [...this.keys].map(([name, k]) => keySnapshot(name, k)),
-      accounts: [],
+      accounts: [...this.accounts.values()].map((a) => accountSnapshot(a, this.#lanesOfAccount(a), now)),
       ...(admission === null ? {} : { admission: admissionSnapshot(admission) }),
     };
+  }
+
+  /** The lanes of `account`, in the order they were created. */
+  #lanesOfAccount(account: AccountBudget): string[] {
+    const names: string[] = [];
+    for (const lane of this.lanes.values()) if (lane.account === account) names.push(lane.name);
+    return names;
   }
 
   /** The lanes that list `pod`, in the order they were created. */
@@ -156,21 +174,43 @@ export class Registry {
       return null;
     }
     this.passThrough.delete(name);
+    const account = resolved.account === undefined ? null : (this.accounts.get(resolved.account) ?? null);
+    // Metered budgets sit in the lane's part of the path: a re-dispatch keeps them (no second charge).
     const shared: Budget[] = [
       ...(this.admission === null ? [] : [this.admission]),
       ...resolved.groups.map((g) => this.groups.get(g)!),
+      ...(account === null ? [] : [account]),
+      ...this.#rates(name, resolved),
     ];
     const pods = resolved.pods === undefined ? null : resolved.pods.map((p) => this.pods.get(p.id)!);
     if (existing !== undefined) {
       existing.reconfigure(resolved, shared, pods);
+      existing.account = account;
       return existing;
     }
     const budget = this.store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name);
     const lane = new Lane<Ticket>(name, resolved, budget, shared, pods);
     lane.reconfigure(resolved, shared, pods); // a budget found in the store takes the new limits too
     lane.owner = this.owner;
+    lane.account = account;
     this.lanes.set(name, lane);
     return lane;
+  }
+
+  /** The lane's own token and request buckets (`tpm`, `rpm`), made by the store, changed in place on a reload. */
+  #rates(name: string, resolved: ResolvedLane): Budget[] {
+    const out: Budget[] = [];
+    for (const [unit, perMinute] of [
+      ["tokens", resolved.tpm],
+      ["requests", resolved.rpm],
+    ] as const) {
+      if (perMinute === undefined) continue;
+      const key = `${unit === "tokens" ? "tpm" : "rpm"}:lane:${name}`;
+      const bucket = this.store.rate(key, unit, perMinute, this.now(), name);
+      bucket.reconfigure(perMinute, this.now());
+      out.push(bucket);
+    }
+    return out;
   }
 
   /** The pod at `id` with the settings of the lane that first lists it, created or changed in place. */

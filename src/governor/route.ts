@@ -22,7 +22,7 @@ export function route(
   now: number,
   failFast: boolean,
 ): Lane<Ticket> | SluiceError {
-  if (lane.pods === null) return lane;
+  if (lane.pods === null && lane.account === null) return lane;
   const tripped = lane.allTripped(now);
   const pausedMs = tripped ? undefined : lane.pausedFor(now);
   if (!tripped && pausedMs === undefined) return lane;
@@ -30,10 +30,12 @@ export function route(
     lane.settings.fallback === undefined ? undefined : registry.lanes.get(lane.settings.fallback);
   if (fallback !== undefined) return fallback;
   if (pausedMs !== undefined) {
+    const account = lane.account !== null && lane.account.quotaUntil > now ? lane.account.name : undefined;
     const error = new QuotaPausedError(
       lane.name,
-      lane.pods.length,
+      lane.pods?.length ?? 0,
       Math.max(MIN_RETRY_AFTER_MS, Math.ceil(pausedMs)),
+      account,
     );
     if (scheduler.onRefusal.size > 0) scheduler.onRefusal.emit({ lane: lane.name, error });
     return error;

@@ -7,10 +7,12 @@
  * same interface: `take` becomes one atomic script over every budget on the path, with time from
  * the store, and budgets are found by name so every replica counts against the same key.
  */
+import type { AccountBudget, AccountSettings } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import type { Rank } from "../core/priority.js";
+import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 
 export interface Store {
   /** What to show in snapshots and `/readyz`: `memory`, or a URL without its password. */
@@ -26,13 +28,41 @@ export interface Store {
   /** The arrival budget (in flight + queued) stored under `key`, created on first use. */
   arrival(key: string, limit: number, maxRank?: Rank, name?: string): ArrivalBudget;
   /**
+   * The token or request bucket stored under `key` (e.g. `tpm:lane:chat`), created full on first
+   * use: capacity and refill `perMinute`. Its state is plain data (`RateState`: level,
+   * updatedAt, perMinute) — what a shared store keeps.
+   */
+  rate(key: string, unit: RateUnit, perMinute: number, nowMs: number, name?: string): RateBudget;
+  /**
+   * The provider account stored under `key` (`account:NAME`): in-flight cap (adaptive), token and
+   * request buckets, quota pause — one budget, on the path of every lane of the account.
+   */
+  account(key: string, settings: AccountSettings, nowMs: number, name?: string): AccountBudget;
+  /**
    * Takes `cost` from every budget of `path` from index `from` on — all or nothing. Returns
    * whether it took them. The caller has already chosen the waiter (priority order is the
    * scheduler's); the store re-checks room, because in a fleet another replica may have taken it.
    */
   take(path: Path, rank: Rank, cost: number, nowMs: number, from?: number): boolean;
-  /** Gives back what `take` took from `path` from index `from` on. */
+  /**
+   * Gives back the slots `take` took from `path` from index `from` on. Metered budgets (token and
+   * request buckets, accounts' buckets) give nothing back here: see `reconcile`.
+   */
   give(path: Path, cost: number, nowMs: number, from?: number): void;
+  /**
+   * Settles the reservation a call of estimate `reserved`, granted at `grantedAtMs`, holds on the
+   * metered budgets of `path` (`path.metered`), once per grant, before `give`: `used` null = it
+   * never reached the provider (refunded), undefined = the estimate stays charged, a number = its
+   * real tokens (the difference refunded or charged; debt is carried). A refund never exceeds
+   * what the refill has not yet paid back of the reservation (`RateBudget.reconcile`).
+   */
+  reconcile(
+    path: Path,
+    reserved: number,
+    used: number | null | undefined,
+    nowMs: number,
+    grantedAtMs: number,
+  ): void;
   /** Every budget the store holds (snapshots, tests). */
   budgets(): Iterable<Budget | ArrivalBudget>;
 }

@@ -1,0 +1,159 @@
+/**
+ * A rate budget (DESIGN §1, seed 004): a token bucket for `tpm` (tokens per minute) or `rpm`
+ * (requests per minute). Capacity is one minute's worth; it refills continuously at
+ * `perMinute / 60 000` per ms, never above capacity.
+ *
+ * Unlike a concurrency budget it is not given back when a call ends: a grant reserves the call's
+ * estimate (`take`; a request bucket takes one per call), and the end reconciles it with what the
+ * call really used (`reconcile`): an over-estimate is refunded, an under-estimate charged, so the
+ * level tracks real consumption within one request's estimate. Debt is carried (the level may go
+ * below zero, and then nothing fits until the refill has paid it), never forgiven.
+ *
+ * A refund is bounded by what of the reservation the refill has not yet paid back: a reservation
+ * held for a minute has been refilled already, and refunding it in full then would let the next
+ * minute's calls spend it twice (test/property/rate.test.ts checks that a provider charging real
+ * usage at the grant never sees the bucket overdrawn).
+ *
+ * The state is plain data (`toJSON`: level, updatedAt, perMinute), so a shared store can keep it:
+ * the level at time t is `min(perMinute, level + (t − updatedAt) × perMinute / 60 000)`.
+ */
+import type { Budget, BudgetState } from "./budget.js";
+import { MinuteCounter } from "./minute-counter.js";
+
+/** What a rate budget counts: tokens (`cost` per call) or requests (one per call). */
+export type RateUnit = "tokens" | "requests";
+
+export const MINUTE_MS = 60_000;
+
+/** A rate budget's state as plain data. */
+export interface RateState extends BudgetState {
+  unit: RateUnit;
+  /** Capacity and refill per minute (`limit` is the same number). */
+  perMinute: number;
+  /** The level at `updatedAt` (may be negative: debt). */
+  level: number;
+  /** Clock ms of the last change to `level`. */
+  updatedAt: number;
+}
+
+export class RateBudget implements Budget {
+  /** Never a slot count: a rate budget holds nothing in flight. */
+  readonly inflight = 0;
+  #level: number;
+  #updatedAt: number;
+  /** What was charged in the last minute, net of refunds (snapshots and metrics; not shared state). */
+  readonly used = new MinuteCounter();
+
+  constructor(
+    readonly name: string,
+    readonly unit: RateUnit,
+    /** Capacity, and refill per minute: the `tpm` or `rpm`. */
+    public perMinute: number,
+    nowMs = 0,
+  ) {
+    this.#level = perMinute;
+    this.#updatedAt = nowMs;
+  }
+
+  get limit(): number {
+    return this.perMinute;
+  }
+
+  /** What one call of estimate `cost` takes from this bucket. */
+  amount(cost: number): number {
+    return this.unit === "tokens" ? cost : 1;
+  }
+
+  /** The level at `nowMs`: refilled since the last change, capped at capacity; negative in debt. */
+  levelAt(nowMs: number): number {
+    const refilled = this.#level + (Math.max(0, nowMs - this.#updatedAt) * this.perMinute) / MINUTE_MS;
+    return Math.min(this.perMinute, refilled);
+  }
+
+  /**
+   * When the level reaches `amount`: -Infinity if it is there already, Infinity if it never will
+   * (more than the capacity). `hasRoom` and `nextChangeAt` both ask this one expression, so the
+   * timer armed for it always finds the room it was armed for.
+   */
+  readyAt(amount: number): number {
+    if (this.#level >= amount) return Number.NEGATIVE_INFINITY;
+    if (amount > this.perMinute) return Number.POSITIVE_INFINITY;
+    return this.#updatedAt + ((amount - this.#level) * MINUTE_MS) / this.perMinute;
+  }
+
+  /** Whether the estimate `cost` is covered now. */
+  hasRoom(_rank: number, cost: number, nowMs: number): boolean {
+    return nowMs >= this.readyAt(this.amount(cost));
+  }
+
+  /** Reserves the estimate at the grant. */
+  take(cost: number, nowMs: number): void {
+    const amount = this.amount(cost);
+    this.#set(this.levelAt(nowMs) - amount, nowMs);
+    this.used.add(amount, nowMs);
+  }
+
+  /** Nothing: a reservation is settled by {@link reconcile}, never by giving a slot back. */
+  give(): void {}
+
+  /**
+   * Settles a reservation of `reserved` (the estimate taken at `grantedAtMs`) with what the call
+   * used: `null` when it never reached the provider (all of it is unused, a request too), else
+   * the tokens it really used (a request bucket keeps its one request). Unused tokens are
+   * refunded, but never more than the refill has not yet paid back of the reservation and never
+   * above capacity; tokens used beyond the estimate are charged (debt is carried).
+   */
+  reconcile(reserved: number, used: number | null, nowMs: number, grantedAtMs: number): void {
+    const amount = this.amount(reserved);
+    const spent = used === null ? 0 : this.unit === "tokens" ? used : amount;
+    const level = this.levelAt(nowMs);
+    if (spent > amount) {
+      this.#set(level - (spent - amount), nowMs);
+      this.used.add(spent - amount, nowMs);
+      return;
+    }
+    const unpaid = amount - ((nowMs - grantedAtMs) * this.perMinute) / MINUTE_MS;
+    const refund = Math.min(amount - spent, unpaid, this.perMinute - level);
+    if (refund <= 0) return;
+    this.#set(level + refund, nowMs);
+    this.used.add(-refund, nowMs);
+  }
+
+  /** When a call of estimate `cost` will fit, if it does not now and ever can; else undefined. */
+  nextChangeAt(nowMs: number, cost: number): number | undefined {
+    const at = this.readyAt(this.amount(cost));
+    // Whole ms, rounded up: still at or after the exact time, and small integers stay unboxed.
+    return at > nowMs && at !== Number.POSITIVE_INFINITY ? Math.ceil(at) : undefined;
+  }
+
+  /** New capacity on a live bucket (a reload): the level is kept, capped at the new capacity; debt stays. */
+  reconfigure(perMinute: number, nowMs: number): void {
+    const level = this.levelAt(nowMs);
+    this.perMinute = perMinute;
+    this.#set(Math.min(level, perMinute), nowMs);
+  }
+
+  #set(level: number, nowMs: number): void {
+    this.#level = level;
+    this.#updatedAt = Math.max(this.#updatedAt, nowMs);
+  }
+
+  toJSON(): RateState {
+    return {
+      name: this.name,
+      unit: this.unit,
+      limit: this.perMinute,
+      inflight: 0,
+      perMinute: this.perMinute,
+      level: this.#level,
+      updatedAt: this.#updatedAt,
+    };
+  }
+
+  /** A bucket from its plain state (what a shared store kept). */
+  static fromJSON(state: RateState): RateBudget {
+    const b = new RateBudget(state.name, state.unit, state.perMinute, state.updatedAt);
+    b.#level = state.level;
+    return b;
+  }
+}
