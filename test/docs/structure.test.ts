@@ -1,6 +1,6 @@
 /**
  * The shape docs/architecture.md promises: no import cycles in src/ (type-only imports
- * included), and no file in src/ over 400 lines.
+ * included), no file in src/ over 400 lines, and the Redis scripts shipped as written.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -20,6 +20,11 @@ function files(dir: string, out: string[] = []): string[] {
 describe("the source tree", () => {
   test("has no import cycles", () => {
     const run = spawnSync(process.execPath, ["scripts/check-cycles.mjs"], { encoding: "utf8" });
+    assert.equal(run.status, 0, run.stderr);
+  });
+
+  test("ships the Lua scripts as they are in src/store/lua (the generated module is up to date)", () => {
+    const run = spawnSync(process.execPath, ["scripts/assemble-lua.mjs", "--check"], { encoding: "utf8" });
     assert.equal(run.status, 0, run.stderr);
   });
 

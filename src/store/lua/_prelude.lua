@@ -1,0 +1,39 @@
+-- Shared by every sluice script (prepended by scripts/assemble-lua.mjs).
+--
+-- Layout, all under one hash tag so a Redis Cluster keeps a path's keys in one slot:
+--   {P}:replicas       zset  replica id -> lease expiry (ms, Redis time)
+--   {P}:b:<budget>     hash  replica id -> calls that replica holds on the budget
+-- A replica's counts only count while its lease is alive: a replica killed with SIGKILL stops
+-- heartbeating, its lease expires, and every budget forgets its calls at the next script that
+-- reads that budget. Time is Redis's own (TIME), never a replica's clock.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Replica liveness, read at most once per replica per script.
+local alive_cache = {}
+local function alive(replicas_key, replica, now)
+  local cached = alive_cache[replica]
+  if cached ~= nil then return cached end
+  local expiry = redis.call('ZSCORE', replicas_key, replica)
+  local ok = expiry ~= false and tonumber(expiry) > now
+  alive_cache[replica] = ok
+  return ok
+end
+
+-- Calls held on a budget by live replicas; the fields of dead replicas are dropped on the way.
+local function inflight(replicas_key, budget_key, now)
+  local fields = redis.call('HGETALL', budget_key)
+  local sum = 0
+  for i = 1, #fields, 2 do
+    local replica = fields[i]
+    if alive(replicas_key, replica, now) then
+      sum = sum + tonumber(fields[i + 1])
+    else
+      redis.call('HDEL', budget_key, replica)
+    end
+  end
+  return sum
+end

@@ -1,0 +1,113 @@
+/**
+ * The fleet store's Lua scripts called directly (grant, release, heartbeat), with the edge cases
+ * of lease expiry and a flushed Redis. Expiry is set in Redis time directly (a lease whose expiry
+ * is already past), so no test waits for a TTL.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Redis } from "ioredis";
+import { isReplyCode, runScript } from "../../src/store/redis-scripts.js";
+import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+
+describe("fleet store scripts (real Redis)", () => {
+  let redis: Redis | null = null;
+  const P = `{${uniquePrefix()}}`;
+  const replicas = `${P}:replicas`;
+  const lane = `${P}:b:lane:chat`;
+  const pod = `${P}:b:pod:a`;
+
+  before(async (t) => {
+    redis = await redisOrSkip(t as never);
+  });
+  after(async () => {
+    if (redis === null) return;
+    const keys = await redis.keys(`${P}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  const heartbeat = (replica: string, counts: Record<string, number> = {}) =>
+    runScript(
+      redis!,
+      "heartbeat",
+      [replicas, ...Object.keys(counts)],
+      [replica, 15_000, ...Object.values(counts)],
+    );
+  const grant = (replica: string, limits: [number, number]) =>
+    runScript(redis!, "grant", [replicas, lane, pod], [replica, ...limits]);
+  const release = (replica: string, channel = "") =>
+    runScript(redis!, "release", [lane, pod], [replica, channel]);
+
+  test("a replica without a live lease is told to re-register", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await assert.rejects(grant("ghost", [4, 4]), (e: unknown) => isReplyCode(e, "SLUICE_UNKNOWN_REPLICA"));
+  });
+
+  test("a grant takes every budget of the path or none, and names the first that had no room", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    const [first] = (await heartbeat("r1")) as [number, number];
+    assert.equal(first, 1, "an unknown replica registers");
+    assert.equal(await grant("r1", [4, 1]), 1);
+    assert.equal(await grant("r1", [4, 1]), -2, "the pod (budget 2) is full");
+    assert.deepEqual(await redis!.hgetall(lane), { r1: "1" }, "the lane was not taken alone");
+    await release("r1");
+    assert.deepEqual(
+      [await redis!.hgetall(lane), await redis!.hgetall(pod)],
+      [{}, {}],
+      "never below zero, nothing left",
+    );
+  });
+
+  test("counts are fleet-wide: two replicas share a limit", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await heartbeat("r1");
+    await heartbeat("r2");
+    assert.equal(await grant("r1", [2, 9]), 1);
+    assert.equal(await grant("r2", [2, 9]), 1);
+    assert.equal(await grant("r2", [2, 9]), -1, "the lane's 2 are held by two replicas");
+    await release("r1");
+    assert.equal(await grant("r2", [2, 9]), 1);
+    await release("r2");
+    await release("r2");
+  });
+
+  test("a replica whose lease expired (killed) loses its slots to the others", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await heartbeat("dead");
+    await heartbeat("live");
+    assert.equal(await grant("dead", [1, 9]), 1);
+    assert.equal(await grant("live", [1, 9]), -1);
+    await redis!.zadd(replicas, 1, "dead"); // its lease expired long ago (Redis time)
+    assert.equal(await grant("live", [1, 9]), 1, "the dead replica's slot counts no more");
+    assert.equal(await redis!.hget(lane, "dead"), null, "and its field is dropped on the way");
+    await release("live");
+  });
+
+  test("after FLUSHALL-like loss, a heartbeat re-registers the replica's counts exactly", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await heartbeat("r3");
+    assert.equal(await grant("r3", [5, 5]), 1);
+    assert.equal(await grant("r3", [5, 5]), 1);
+    await redis!.del(replicas, lane, pod); // what a flushed or restarted-empty Redis looks like
+    const [reregistered] = (await heartbeat("r3", { [lane]: 2, [pod]: 2 })) as [number, number];
+    assert.equal(reregistered, 1);
+    assert.deepEqual([await redis!.hget(lane, "r3"), await redis!.hget(pod, "r3")], ["2", "2"]);
+    const [again] = (await heartbeat("r3", { [lane]: 2, [pod]: 2 })) as [number, number];
+    assert.equal(again, 0, "a known replica's heartbeat only renews");
+    await release("r3");
+    await release("r3");
+  });
+
+  test("a release publishes on the fleet's channel so waiters elsewhere look again", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    const sub = redis!.duplicate();
+    const channel = `${P}:released`;
+    const got = new Promise<string>((resolve) => sub.on("message", (_c, m) => resolve(m)));
+    await sub.subscribe(channel);
+    await heartbeat("r4");
+    await grant("r4", [1, 1]);
+    await release("r4", channel);
+    assert.equal(await got, "r4");
+    sub.disconnect();
+  });
+});
