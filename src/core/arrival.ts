@@ -106,7 +106,8 @@ export function rateRefusal(
       const waitMs = bucket.readyAt(needed) - nowMs;
       if (waitMs <= 0) continue;
       if (!canWait) return refusal(waitMs, "no_wait");
-      if (waitMs > lane.settings.queueTimeoutMs) return refusal(waitMs, "cannot_cover_in_time");
+      // At the timeout itself the waiter is expired before the pass that would grant it.
+      if (waitMs >= lane.settings.queueTimeoutMs) return refusal(waitMs, "cannot_cover_in_time");
     }
   }
   return null;

@@ -29,6 +29,32 @@ test("a 429 without a reset is congestion; with Retry-After or a rate-limit rese
   );
 });
 
+test("the quota reset of a 429: retry-after-ms, the reset of the exhausted limit, or the IETF RateLimit header", () => {
+  const reset = (headers: Record<string, string>) => {
+    const o = classifyOutcome({ status: 429, headers });
+    return o.kind === "quota" ? o.resetMs : undefined;
+  };
+  assert.equal(reset({ "retry-after-ms": "1500", "retry-after": "9" }), 1500);
+  // OpenAI sends both resets: the limit that ran out is the one that throttled.
+  const both = { "x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "6m0s" };
+  assert.equal(
+    reset({ ...both, "x-ratelimit-remaining-requests": "20", "x-ratelimit-remaining-tokens": "0" }),
+    360_000,
+  );
+  assert.equal(
+    reset({ ...both, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "9000" }),
+    1000,
+  );
+  assert.equal(
+    reset({ ...both, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0" }),
+    360_000,
+  );
+  assert.equal(reset({ "x-ratelimit-reset-tokens": "250ms" }), 250);
+  assert.equal(reset({ ratelimit: '"default";r=0;t=30' }), 30_000);
+  assert.equal(reset({ "ratelimit-reset": "12" }), 12_000);
+  assert.equal(reset({ ratelimit: '"default";r=5' }), undefined, "no reset: plain congestion");
+});
+
 test("timeouts and opaque errors feed the breaker only; server answers like 400 or 500 are not overload", () => {
   assert.equal(
     classifyOutcome(Object.assign(new Error("t"), { code: "UND_ERR_HEADERS_TIMEOUT" })).kind,

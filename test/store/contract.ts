@@ -80,6 +80,107 @@ export function describeStore(name: string, makeStore: () => Store | Promise<Sto
       assert.equal(store.arrival("key:any", 2).cap(INTERACTIVE), INTERACTIVE);
     });
 
+    test("a rate bucket is made once per key, starts full, and is taken with the rest of the path, all or nothing", async () => {
+      const store = await makeStore();
+      const tpm = store.rate("tpm:lane:chat", "tokens", 6000, 0, "chat");
+      assert.equal(store.rate("tpm:lane:chat", "tokens", 6000, 0, "chat"), tpm);
+      assert.notEqual(store.rate("rpm:lane:chat", "requests", 10, 0, "chat"), tpm);
+      const lane = store.concurrency("lane:chat", 1);
+      const path = new Path("chat", [lane, tpm], 2, null);
+      assert.deepEqual(path.metered, [tpm]);
+      assert.equal(store.take(path, BULK, 7000, 0), false, "more than the bucket holds");
+      assert.deepEqual([lane.inflight, tpm.levelAt(0)], [0, 6000], "the lane was not taken alone");
+      assert.equal(store.take(path, BULK, 4000, 0), true);
+      assert.deepEqual([lane.inflight, tpm.levelAt(0)], [1, 2000]);
+      store.give(path, 4000, 0);
+      assert.deepEqual(
+        [lane.inflight, tpm.levelAt(0)],
+        [0, 2000],
+        "give frees the slot, not the reservation",
+      );
+    });
+
+    test("reconcile settles a reservation once: the real usage refunded or charged, null refunded, undefined kept", async () => {
+      const store = await makeStore();
+      const tpm = store.rate("tpm:lane:a", "tokens", 6000, 0, "a");
+      const rpm = store.rate("rpm:lane:a", "requests", 10, 0, "a");
+      const path = new Path("a", [tpm, rpm], 2, null);
+      const call = (reserved: number, used: number | null | undefined) => {
+        assert.equal(store.take(path, BULK, reserved, 0), true);
+        store.reconcile(path, reserved, used, 0, 0);
+        store.give(path, reserved, 0);
+      };
+      call(3000, 1000);
+      assert.deepEqual([tpm.levelAt(0), rpm.levelAt(0)], [5000, 9]);
+      call(1000, null);
+      assert.deepEqual([tpm.levelAt(0), rpm.levelAt(0)], [5000, 9], "never reached the provider: all back");
+      call(1000, undefined);
+      assert.deepEqual([tpm.levelAt(0), rpm.levelAt(0)], [4000, 8], "no usage: the estimate stays");
+      call(4000, 7000);
+      assert.deepEqual([tpm.levelAt(0), rpm.levelAt(0)], [-3000, 7], "debt carried");
+      assert.equal(store.take(path, BULK, 0, 0), false, "nothing fits while in debt");
+      assert.equal(store.take(path, BULK, 0, 30_000), true, "until the refill pays it");
+    });
+
+    test("an account is made once per key and counts in flight, its buckets and its pause", async () => {
+      const store = await makeStore();
+      const settings = {
+        maxInflight: 1,
+        tpm: 1000,
+        rpm: undefined,
+        adaptive: false as const,
+        maxQuotaPauseMs: 5000,
+      };
+      const account = store.account("account:prod", settings, 0, "prod");
+      assert.equal(store.account("account:prod", settings, 0, "prod"), account);
+      const path = new Path("chat", [store.concurrency("lane:chat", 5), account], 2, null);
+      assert.equal(store.take(path, BULK, 400, 0), true);
+      assert.equal(store.take(path, BULK, 400, 0), false, "its one in-flight slot is taken");
+      store.reconcile(path, 400, 100, 0, 0);
+      store.give(path, 400, 0);
+      assert.deepEqual([account.inflight, account.tokens!.levelAt(0)], [0, 900]);
+      account.settle(
+        { kind: "quota", resetMs: 2000 },
+        account.record({ inflightAtStart: 0, widthAtStart: 0, epoch: 0, probe: false }),
+        0,
+      );
+      assert.equal(store.take(path, BULK, 1, 1999), false, "paused until the reset");
+      assert.equal(store.take(path, BULK, 1, 2000), true);
+    });
+
+    test("under random takes and reconciles a token bucket is never overdrawn by a grant", async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(
+            fc.record({
+              cost: fc.nat(1500),
+              used: fc.option(fc.nat(2000), { nil: undefined }),
+              dt: fc.nat(5000),
+            }),
+            { maxLength: 60 },
+          ),
+          async (ops) => {
+            const store = await makeStore();
+            const tpm = store.rate("tpm:lane:p", "tokens", 1000, 0, "p");
+            const path = new Path("p", [tpm], 1, null);
+            let now = 0;
+            for (const { cost, used, dt } of ops) {
+              now += dt;
+              const before = tpm.levelAt(now);
+              if (!store.take(path, BULK, cost, now)) {
+                assert.ok(before < cost || cost > 1000, `refused ${cost} with ${before} available`);
+                continue;
+              }
+              assert.ok(before >= cost - 1e-9, `granted ${cost} with only ${before} available`);
+              store.reconcile(path, cost, used, now, now);
+              assert.ok(tpm.levelAt(now) <= 1000, "never above capacity");
+            }
+          },
+        ),
+        { numRuns: 200 },
+      );
+    });
+
     test("under random takes and gives over overlapping paths no budget exceeds its limit and counts match what is held", async () => {
       await fc.assert(
         fc.asyncProperty(
