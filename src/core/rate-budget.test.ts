@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { MinuteCounter } from "./minute-counter.js";
-import { RateBudget } from "./rate-budget.js";
+import { RateBudget, type RateState } from "./rate-budget.js";
 
 const MIN = 60_000;
 
@@ -97,7 +97,7 @@ describe("RateBudget: a token bucket of one minute's worth", () => {
   test("its state is plain JSON and a bucket read back answers the same", () => {
     const b = new RateBudget("chat", "tokens", 6000, 0);
     b.take(5000, 1000);
-    const state = JSON.parse(JSON.stringify(b.toJSON()));
+    const state = JSON.parse(JSON.stringify(b.toJSON())) as RateState;
     assert.deepEqual(state, {
       name: "chat",
       unit: "tokens",

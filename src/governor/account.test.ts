@@ -58,17 +58,23 @@ describe("Governor: accounts", () => {
     const { gov, clock, acct } = twoModels({ tpm: 6000 });
     (await gov.acquire("A", { tokens: 6000 })).release();
     const order: string[] = [];
-    const big = gov.acquire("A", { tokens: 3000 }).then((l) => (order.push("big"), l));
+    const big = gov.acquire("A", { tokens: 3000 }).then((l) => {
+      order.push("big");
+      return l;
+    });
     await flush();
     clock.advance(1000);
     // B is empty and the bucket holds 100: without the hold this would be granted on arrival.
     assert.equal(gov.tryAcquire("B", { tokens: 50 }), undefined);
-    const small = gov.acquire("B", { tokens: 50 }).then((l) => (order.push("small"), l));
+    const small = gov.acquire("B", { tokens: 50 }).then((l) => {
+      order.push("small");
+      return l;
+    });
     await flush();
     assert.deepEqual(order, []);
     clock.advance(29_000);
     await flush();
-    assert.deepEqual(order, ["big", "small"].slice(0, 1));
+    assert.deepEqual(order, ["big"]);
     clock.advance(500);
     await flush();
     assert.deepEqual(order, ["big", "small"]);
