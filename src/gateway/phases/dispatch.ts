@@ -36,6 +36,8 @@ const OVERLOAD = new Set([502, 503, 504, 529]);
  */
 export const MAX_HELD_BYTES = 64 * 1024;
 const CLIENT_GONE = new Error("client disconnected");
+/** What the lease hears of an attempt whose connection failed before the request was written. */
+const NEVER_TAKEN = { refused: true } as const;
 const HELD_TOO_LARGE = new Error(`overload answer body past ${MAX_HELD_BYTES} bytes; the rest was not read`);
 
 /**
@@ -259,11 +261,14 @@ class Exchange implements Dispatcher.DispatchHandler {
         { request_id: this.ctx.id, pod: this.#pod, err: failure.detail },
         "upstream call not sent",
       );
-      this.#lease.release();
+      this.#lease.release({ sent: false });
+    } else if (failure.kind === "not_started") {
+      this.#record({ pod: this.#pod, cause: failure.cause, detail: failure.detail });
+      // The pod never took it (congestion for the pod; token reservations refunded): another
+      // pod, or the fallback, may take it.
+      if (await this.#elsewhere(NEVER_TAKEN)) return;
     } else {
       this.#record({ pod: this.#pod, cause: failure.cause, detail: failure.detail });
-      // The pod never saw it: another pod, or the fallback, may take it.
-      if (failure.kind === "not_started" && (await this.#elsewhere(error))) return;
       // A call the pod may have run is never sent again. The lease hears the error itself: a
       // timeout is a failure for the breaker, a reset congestion (outcome.ts).
       this.#lease.failed(error);
