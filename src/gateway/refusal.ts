@@ -18,12 +18,40 @@ export interface LaneNumbers {
 
 /**
  * Retry-After in ms carried by the error (every capacity error has a `retryAfterMs`: queue
- * full, key limit, queue timeout, breaker open, quota paused, store unavailable), at least 1 s.
+ * full, key limit, queue timeout, breaker open, quota paused, store unavailable), at least 1 s:
+ * the floor the wire's jittered value starts from.
  */
 export function retryAfterOf(error: SluiceError): number {
   const carried = (error as { retryAfterMs?: unknown }).retryAfterMs;
   const ms = typeof carried === "number" ? carried : MIN_RETRY_AFTER_MS;
   return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(ms));
+}
+
+/**
+ * Refusals' Retry-After is the computed value (the floor: DESIGN §3.2's drain-rate wait, a
+ * breaker's cooldown, a quota's reset) plus a uniform random extra of up to this fraction of it.
+ * Without it every caller refused in one burst is told the same number and its SDK retries land
+ * in one wave; with it they come back spread over a fifth of the wait, never earlier than the floor.
+ */
+export const RETRY_AFTER_JITTER = 0.2;
+
+/** Where the jitter's uniform numbers in [0, 1) come from. */
+let jitterSource: () => number = Math.random;
+
+/**
+ * Replaces the jitter's source of uniform numbers in [0, 1) (tests pass a seeded or constant one;
+ * `() => 0` gives the computed value exactly) and returns the one it replaced, to put back.
+ */
+export function setRetryAfterJitter(source: () => number): () => number {
+  const previous = jitterSource;
+  jitterSource = source;
+  return previous;
+}
+
+/** `floorMs` plus up to {@link RETRY_AFTER_JITTER} of it, in whole ms; never below `floorMs`. */
+export function jitteredRetryAfterMs(floorMs: number, random: () => number = jitterSource): number {
+  const r = Math.min(Math.max(random(), 0), 1);
+  return Math.max(floorMs, Math.ceil(floorMs * (1 + RETRY_AFTER_JITTER * r)));
 }
 
 /** Numbers for the headers: the error's own when it has them, else the lane's. */
@@ -66,7 +94,8 @@ export function sendRefusal(
   priority?: string,
 ): void {
   const n = numbersOf(error, lane);
-  const retryMs = retryAfterOf(error);
+  // The header, the ms header and the body carry the same jittered value.
+  const retryMs = jitteredRetryAfterMs(retryAfterOf(error));
   const body = JSON.stringify({
     error: {
       type: "sluice_capacity",
