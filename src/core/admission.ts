@@ -17,6 +17,8 @@ import { HoldTime, retryAfterMs } from "./retry-after.js";
 export class AdmissionBudget implements Budget {
   /** Calls in flight across every lane. */
   inflight = 0;
+  /** Calls other processes hold in flight, as a fleet store last saw them (0 with the memory store). */
+  others = 0;
   /** Requests admitted and not yet ended (in flight, waiting, or still sending their body). */
   entered = 0;
   /** How long calls hold their slot, over all lanes: the drain rate. */
@@ -29,7 +31,7 @@ export class AdmissionBudget implements Budget {
   ) {}
 
   hasRoom(): boolean {
-    return this.inflight < this.maxInflight;
+    return this.inflight + this.others < this.maxInflight;
   }
 
   take(): void {

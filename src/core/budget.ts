@@ -50,7 +50,10 @@ export interface BudgetState {
  * (DESIGN §1.1). Lanes, GPU groups, accounts and the gateway's in-flight bound are these.
  */
 export class ConcurrencyBudget implements Budget {
+  /** Calls this process holds. */
   inflight = 0;
+  /** Calls other processes hold, as a fleet store last saw them (0 with the memory store). */
+  others = 0;
 
   constructor(
     readonly name: string,
@@ -62,7 +65,7 @@ export class ConcurrencyBudget implements Budget {
 
   /** The one place the reserve rule is written. */
   hasRoom(rank: Rank): boolean {
-    return this.inflight < this.limit - (rank === INTERACTIVE ? 0 : this.reserve);
+    return this.inflight + this.others < this.limit - (rank === INTERACTIVE ? 0 : this.reserve);
   }
 
   take(): void {

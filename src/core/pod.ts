@@ -38,6 +38,8 @@ export interface PodVerdict {
  */
 export class Pod implements Budget {
   inflight = 0;
+  /** Calls other processes have on this pod, as a fleet store last saw them (0 with the memory store). */
+  others = 0;
   /** No dispatch before this time: a quota pause, or a floor-held pod's rest after a refusal. */
   pausedUntil = 0;
   /** The provider's quota pause alone (a 429 with a reset), capped at `maxQuotaPauseMs`. */
@@ -115,7 +117,7 @@ export class Pod implements Budget {
 
   /** Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the path). */
   hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
-    return this.inflight < this.width.width && this.pausedUntil <= nowMs && this.breaker.allows(nowMs);
+    return this.inflight + this.others < this.width.width && this.pausedUntil <= nowMs && this.breaker.allows(nowMs);
   }
 
   take(): void {

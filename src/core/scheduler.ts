@@ -1,23 +1,22 @@
 /**
  * The atomic grant across a path (DESIGN §1, STYLE G11): a waiter is granted only when every
  * budget on its path — lane (with its reserve), shared groups, a pod with width to spare — has
- * room, and then takes them all at once through the store (`#grant`); everything is given back
- * in one place (`#giveBack`). Pure and synchronous with the memory store: the caller passes
+ * room, and then takes them all at once through the store (`grant`, grants.ts); everything is
+ * given back in one place (`giveBack`). Pure and synchronous with the memory store: the caller passes
  * `nowMs`, and the shell owns promises and the one timer (`nextWakeAt`).
  *
  * Invariants (property-tested in test/property): no budget above its limit; no lost wake-up (after
  * every operation no waiter that could be granted is left waiting); a cancelled or timed-out
  * waiter leaves no residue; every slot is given back exactly once.
  */
-import type { Store } from "../store/store.js";
+
 import { keyLimit, queueFull, rateRefusal, shedVictim, waitExceedsTimeout } from "./arrival.js";
 import type { ArrivalBudget } from "./budget.js";
 import { QueueTimeoutError, type SluiceError } from "./errors.js";
-import { Emitter } from "./events.js";
+import { Grants } from "./grants.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
-import { PodAttempt, type Ticket } from "./lease.js";
+import type { Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
-import { IGNORE } from "./outcome.js";
 import type { Path } from "./path.js";
 import { effectiveRank, INTERACTIVE, type Rank } from "./priority.js";
 import { retryAfterMs } from "./retry-after.js";
@@ -34,31 +33,14 @@ export type { GrantEvent, RefusalEvent, ReleaseEvent, SchedulerHooks, WidthEvent
 /** At most this many attempts per call (first + re-dispatches). */
 export const MAX_ATTEMPTS = 3;
 
-export class Scheduler {
-  /** Lanes with at least one waiter: the only ones a pass needs to look at. */
-  readonly #waiting = new Set<Lane<Ticket>>();
-  readonly onGrant = new Emitter<GrantEvent>();
-  readonly onRelease = new Emitter<ReleaseEvent>();
-  readonly onRefusal = new Emitter<RefusalEvent>();
-  readonly onWidthChange = new Emitter<WidthEvent>();
-
-  constructor(
-    readonly hooks: SchedulerHooks,
-    readonly store: Store,
-  ) {}
-
-  /** Lanes with waiters (read-only view for snapshots and tests). */
-  get waitingLanes(): ReadonlySet<Lane<Ticket>> {
-    return this.#waiting;
-  }
-
+export class Scheduler extends Grants {
   /**
    * Admits a new ticket: grants it at once when its path has room and nobody is ahead of it,
    * else queues it (shedding a lower class if the queue is full). Throws the refusal.
    */
   admit(t: Ticket, nowMs: number): "granted" | "queued" {
     const lane = t.laneRef;
-    if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
+    if (t.key?.full) throw this.refuse(lane, keyLimit(t.key, lane));
     t.enqueuedAt = nowMs;
     if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
@@ -71,7 +53,7 @@ export class Scheduler {
     if (lane.queue.size > 0) return false;
     const path = lane.choosePath(t.rank, nowMs, t.tokens);
     if (path === null || this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
-    this.#grant(lane, t, path, nowMs);
+    this.grant(lane, t, path, nowMs);
     return true;
   }
 
@@ -82,20 +64,20 @@ export class Scheduler {
    */
   #grantAsWaiter(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
     if (lane.queue.size === 0 || !lane.budget.hasRoom(INTERACTIVE)) return false;
-    this.#push(lane, t, nowMs);
+    this.push(lane, t, nowMs);
     this.pass(nowMs);
     if ((t.state as string) === "granted") return true;
-    this.#remove(lane, t, nowMs);
+    this.remove(lane, t, nowMs);
     return false;
   }
 
   /** Grants `t` only if its whole path has room now; never queues (shadow mode, `wait: false`). */
   admitNow(t: Ticket, nowMs: number): "granted" {
     const lane = t.laneRef;
-    if (t.key?.full) throw this.#refuse(lane, keyLimit(t.key, lane));
+    if (t.key?.full) throw this.refuse(lane, keyLimit(t.key, lane));
     if (this.grantIfFree(t, nowMs)) return "granted";
     const rate = rateRefusal(lane, t.tokens, nowMs, false);
-    if (rate !== null) throw this.#refuse(lane, rate);
+    if (rate !== null) throw this.refuse(lane, rate);
     throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
   }
 
@@ -118,7 +100,7 @@ export class Scheduler {
     cost: number,
     nowMs: number,
   ): SluiceError | null {
-    if (key?.full) return this.#refuse(lane, keyLimit(key, lane));
+    if (key?.full) return this.refuse(lane, keyLimit(key, lane));
     const queue = lane.queue;
     const metered = lane.metered.length > 0;
     if (!metered || lane.lanePath.hasRoom(rank, cost, nowMs)) {
@@ -143,14 +125,14 @@ export class Scheduler {
   ): SluiceError | null {
     if (lane.metered.length > 0) {
       const rate = rateRefusal(lane, cost, nowMs, true);
-      if (rate !== null) return this.#refuse(lane, rate);
+      if (rate !== null) return this.refuse(lane, rate);
     }
     const position = lane.queue.positionForArrival(rank);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
-      return this.#refuse(lane, queueFull(lane, position, "expected_wait"));
+      return this.refuse(lane, queueFull(lane, position, "expected_wait"));
     if (lane.queue.size >= lane.settings.queueLimit && shedVictim(lane, rank, arrivedAt) === null)
-      return this.#refuse(lane, queueFull(lane, position, "full"));
+      return this.refuse(lane, queueFull(lane, position, "full"));
     return null;
   }
 
@@ -158,24 +140,8 @@ export class Scheduler {
     const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs);
     if (refusal !== null) throw refusal;
     if (lane.queue.size >= lane.settings.queueLimit)
-      this.#shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
-    this.#push(lane, t, nowMs);
-  }
-
-  /** Takes `victim` out of a full queue; it gets the queue-full refusal (reason `shed`). */
-  #shed(lane: Lane<Ticket>, victim: Ticket, nowMs: number): void {
-    this.#remove(lane, victim, nowMs);
-    const position = lane.queue.positionForArrival(victim.rank);
-    this.#reject(victim, this.#refuse(lane, queueFull(lane, position, "shed")));
-  }
-
-  /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
-  #push(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    if (t.key !== null) t.key.queued++;
-    t.state = "waiting";
-    lane.queue.push(t);
-    if (lane.queue.size === 1) this.#waiting.add(lane);
-    lane.noteQueue(nowMs);
+      this.shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
+    this.push(lane, t, nowMs);
   }
 
   /**
@@ -184,12 +150,12 @@ export class Scheduler {
    * shared GPU group needs; a lane blocked by its own full budget never blocks another lane.
    */
   pass(nowMs: number): void {
-    while (this.#waiting.size > 0) {
+    while (this.waiting.size > 0) {
       let best: Ticket | null = null;
       let bestLane: Lane<Ticket> | null = null;
       let bestPath: Path | null = null;
       let bestRank = 3;
-      for (const lane of this.#waiting) {
+      for (const lane of this.waiting) {
         const c = lane.candidate(nowMs);
         if (c === null) continue;
         const path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
@@ -204,8 +170,8 @@ export class Scheduler {
         bestRank = rank;
       }
       if (best === null || bestLane === null || bestPath === null) return;
-      this.#remove(bestLane, best, nowMs);
-      this.#grant(bestLane, best, bestPath, nowMs);
+      this.remove(bestLane, best, nowMs);
+      this.grant(bestLane, best, bestPath, nowMs);
       this.hooks.granted(best);
     }
   }
@@ -218,8 +184,8 @@ export class Scheduler {
    * Holding costs no capacity: tokens not taken stay in the bucket for the waiter that needs them.
    */
   #held(path: Path, rank: number, arrivedAt: number, nowMs: number, own: Lane<Ticket>): boolean {
-    if (path.metered.length === 0 || this.#waiting.size === 0) return false;
-    for (const lane of this.#waiting) {
+    if (path.metered.length === 0 || this.waiting.size === 0) return false;
+    for (const lane of this.waiting) {
       if (lane === own || lane.metered.length === 0) continue;
       const c = lane.candidate(nowMs);
       if (c === null) continue;
@@ -231,105 +197,24 @@ export class Scheduler {
     return false;
   }
 
-  /** The one place a grant takes its budgets: the whole path at once, then the key's slot. */
-  #grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
-    if (!this.store.take(path, t.rank, t.tokens, nowMs))
-      throw new Error(`store refused a path it had room for (${lane.name})`);
-    t.state = "granted";
-    t.grantedAt = nowMs;
-    t.path = path;
-    if (lane.account !== null)
-      t.acct = lane.account.record(t.acct ?? { inflightAtStart: 0, widthAtStart: 0, epoch: 0, probe: false });
-    if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
-    if (path.pod !== null) this.#attach(t, path, nowMs);
-    lane.waits.record(nowMs - t.enqueuedAt, nowMs);
-    if (this.onGrant.size > 0)
-      this.onGrant.emit({
-        lane: lane.name,
-        pod: path.pod?.id,
-        priority: t.rank,
-        waitedMs: nowMs - t.enqueuedAt,
-      });
-  }
-
-  /** Records the dispatch of `t` on `path`'s pod (the path's budgets were already taken). */
-  #attach(t: Ticket, path: Path, nowMs: number): void {
-    const pod = path.pod!;
-    let d = t.dispatch;
-    if (d === null) {
-      d = new PodAttempt(pod);
-      t.dispatch = d;
-    }
-    t.path = path;
-    d.pod = pod;
-    d.inflightAtStart = pod.inflight;
-    d.widthAtStart = pod.width.width;
-    d.epoch = pod.width.epoch;
-    d.probe = pod.breaker.onDispatch(nowMs);
-  }
-
-  /**
-   * The one place budgets are given back: whatever path the ticket holds, and its key's slot. Its
-   * metered budgets settle the reservation first, with what the call used (`t.used`: its real
-   * tokens, null when it never reached the provider, undefined to keep the estimate).
-   */
-  #giveBack(t: Ticket, nowMs: number): void {
-    const path = t.path;
-    if (path !== null) {
-      t.path = null;
-      if (path.metered.length > 0) this.store.reconcile(path, t.tokens, t.used, nowMs, t.grantedAt);
-      this.store.give(path, t.tokens, nowMs);
-    }
-    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
-  }
-
   /** Ends a granted ticket: the pod hears the outcome, every slot is given back, waiters run. */
   end(t: Ticket, outcome: Outcome | null, nowMs: number): void {
     if (t.state !== "granted") return;
     t.state = "ended";
     const lane = t.laneRef;
-    this.#settlePod(lane, t, outcome, nowMs);
-    this.#settleAccount(lane, t, outcome, nowMs);
+    this.settlePod(lane, t, outcome, nowMs);
+    this.settleAccount(lane, t, outcome, nowMs);
     // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)
       lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryBank(lane.limit));
-    this.#giveBack(t, nowMs);
+    this.giveBack(t, nowMs);
     if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);
     if (this.onRelease.size > 0)
       this.onRelease.emit({ lane: lane.name, pod: t.pod, heldMs: held, outcome: outcome?.kind ?? "none" });
-    if (this.#waiting.size > 0) this.pass(nowMs);
-  }
-
-  /**
-   * The pod hears how its attempt ended (width, breaker). Only the outcome is settled here: the
-   * pod's slot is given back with the path (`#giveBack`), or by a re-dispatch that moves off the pod.
-   */
-  #settlePod(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
-    const d = t.dispatch;
-    const pod = d?.pod ?? null;
-    if (d === null || pod === null) return;
-    // A quota signal pauses the budget it belongs to: the account when the lane has one, else the pod.
-    const own = outcome === null || (outcome.kind === "quota" && lane.account !== null) ? IGNORE : outcome;
-    const verdict = pod.settle(own, d, nowMs, lane.mayOpenAnother());
-    d.probe = false;
-    if (verdict.widthChanged && this.onWidthChange.size > 0)
-      this.onWidthChange.emit({ lane: lane.name, pod: pod.id, width: pod.width.width, ceiling: pod.ceiling });
-  }
-
-  /** The lane's account hears how an upstream attempt ended: its cap and its quota pause. */
-  #settleAccount(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
-    const account = lane.account;
-    if (account === null || t.acct === null || outcome === null) return;
-    if (account.settle(outcome, t.acct, nowMs) && this.onWidthChange.size > 0)
-      this.onWidthChange.emit({
-        lane: lane.name,
-        pod: `account:${account.name}`,
-        width: account.width.width,
-        ceiling: account.settings.maxInflight ?? account.width.width,
-      });
+    if (this.waiting.size > 0) this.pass(nowMs);
   }
 
   /**
@@ -353,7 +238,7 @@ export class Scheduler {
     if (lane.account !== null && t.acct !== null) {
       // The account hears every attempt. A quota signal paused it: every pod of the account would
       // answer the same, so the refusal ends the call (the client gets the provider's reset).
-      this.#settleAccount(lane, t, outcome, nowMs);
+      this.settleAccount(lane, t, outcome, nowMs);
       if (lane.account.quotaUntil > nowMs) {
         t.acct = null;
         this.end(t, outcome, nowMs);
@@ -366,17 +251,17 @@ export class Scheduler {
     const refused = d.pod!;
     if (d.attempts === 1) lane.redispatching++;
     d.attempts++;
-    this.#settlePod(lane, t, outcome, nowMs);
+    this.settlePod(lane, t, outcome, nowMs);
     d.pod = null; // settled: an end() from here on must not settle it again
-    this.#leavePod(t, nowMs);
+    this.leavePod(t, nowMs);
     if (d.refusedBy === null) d.refusedBy = [refused];
     else d.refusedBy.push(refused);
     const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true);
     if (path !== null && !d.refusedBy.includes(path.pod!)) {
       if (!this.store.take(path, t.rank, t.tokens, nowMs, path.podStart))
         throw new Error(`store refused a pod it had room for (${lane.name})`);
-      this.#attach(t, path, nowMs);
-      if (this.#waiting.size > 0) this.pass(nowMs);
+      this.attach(t, path, nowMs);
+      if (this.waiting.size > 0) this.pass(nowMs);
       return "dispatched";
     }
     // No other pod now: wait again, keeping the arrival time, within the queue bound. An earlier
@@ -392,23 +277,16 @@ export class Scheduler {
         this.end(t, outcome, nowMs);
         return "denied";
       }
-      this.#shed(lane, victim, nowMs);
+      this.shed(lane, victim, nowMs);
     }
     // The refusing pod never ran it: its reservations are refunded, and taken again at the re-grant.
     t.used = null;
-    this.#giveBack(t, nowMs);
+    this.giveBack(t, nowMs);
     t.used = undefined;
     t.enqueuedAt = nowMs;
-    this.#push(lane, t, nowMs);
+    this.push(lane, t, nowMs);
     this.pass(nowMs);
     return (t.state as string) === "granted" ? "dispatched" : "queued";
-  }
-
-  /** Gives back the pod's part of `t`'s path; `t` keeps its lane's part. */
-  #leavePod(t: Ticket, nowMs: number): void {
-    const path = t.path!;
-    this.store.give(path, t.tokens, nowMs, path.podStart);
-    t.path = t.laneRef.lanePath;
   }
 
   /**
@@ -419,34 +297,21 @@ export class Scheduler {
   cancel(t: Ticket, nowMs: number): boolean {
     if (t.state !== "waiting") return false;
     const lane = t.laneRef;
-    this.#remove(lane, t, nowMs);
+    this.remove(lane, t, nowMs);
     t.state = "ended";
     if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
-    if (lane.metered.length > 0 && this.#waiting.size > 0) this.pass(nowMs);
+    if (lane.metered.length > 0 && this.waiting.size > 0) this.pass(nowMs);
     return true;
-  }
-
-  #remove(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    lane.queue.remove(t);
-    if (lane.queue.size === 0) this.#waiting.delete(lane);
-    if (t.key !== null && t.key.queued > 0) t.key.queued--;
-    lane.noteQueue(nowMs);
-  }
-
-  #reject(t: Ticket, error: SluiceError): void {
-    t.state = "ended";
-    if (t.attempts > 1 && t.laneRef.redispatching > 0) t.laneRef.redispatching--;
-    this.hooks.rejected(t, error);
   }
 
   /** Expires waiters past their queue timeout, then runs a pass (breakers may have cooled). */
   tick(nowMs: number): void {
-    for (const lane of this.#waiting) {
+    for (const lane of this.waiting) {
       const timeout = lane.settings.queueTimeoutMs;
       for (let head = lane.queue.earliestEnqueued; head !== null; head = lane.queue.earliestEnqueued) {
         if (head.enqueuedAt + timeout > nowMs) break;
         const position = lane.queue.positionOf(head);
-        this.#remove(lane, head, nowMs);
+        this.remove(lane, head, nowMs);
         lane.timeouts.count(nowMs);
         const error = new QueueTimeoutError(
           lane.name,
@@ -455,7 +320,7 @@ export class Scheduler {
           retryAfterMs(lane.queue.size + 1, lane.width, lane.hold),
         );
         if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
-        this.#reject(head, error);
+        this.reject(head, error);
       }
     }
     this.pass(nowMs);
@@ -464,7 +329,7 @@ export class Scheduler {
   /** The next time something changes by itself: a queue deadline, or a budget gaining room (cooldown, pause, refill). */
   nextWakeAt(nowMs: number): number | undefined {
     let at: number | undefined;
-    for (const lane of this.#waiting) {
+    for (const lane of this.waiting) {
       const head = lane.queue.earliestEnqueued;
       if (head !== null) {
         const deadline = head.enqueuedAt + lane.settings.queueTimeoutMs;
@@ -479,10 +344,5 @@ export class Scheduler {
       }
     }
     return at;
-  }
-
-  #refuse<E extends SluiceError>(lane: Lane<Ticket>, error: E): E {
-    if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
-    return error;
   }
 }

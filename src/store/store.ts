@@ -10,6 +10,7 @@
 import type { AccountBudget, AccountSettings } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import type { Event } from "../core/events.js";
 import type { Path } from "../core/path.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
@@ -65,4 +66,14 @@ export interface Store {
   ): void;
   /** Every budget the store holds (snapshots, tests). */
   budgets(): Iterable<Budget | ArrivalBudget>;
+  /**
+   * A fleet store only: confirms with the fleet what `take` took locally. The scheduler's pass
+   * stays synchronous; the Governor resolves a waiter only once this says yes, and on no rolls
+   * the take back and puts the waiter back in line (`Scheduler.requeue`). Absent = `take` was final.
+   */
+  confirm?(path: Path, rank: Rank, from?: number): Promise<boolean>;
+  /** A fleet store only: gives back locally what a refused `confirm` took. */
+  rollback?(path: Path, cost: number, nowMs: number, from?: number): void;
+  /** A fleet store only: other processes may have freed room (re-run a pass). */
+  readonly onChange?: Event<void>;
 }

@@ -47,8 +47,8 @@ describe("fleet store scripts (real Redis)", () => {
     if (redis === null) return t.skip("no Redis");
     const [first] = (await heartbeat("r1")) as [number, number];
     assert.equal(first, 1, "an unknown replica registers");
-    assert.equal(await grant("r1", [4, 1]), 1);
-    assert.equal(await grant("r1", [4, 1]), -2, "the pod (budget 2) is full");
+    assert.deepEqual(await grant("r1", [4, 1]), [1, 0, 0]);
+    assert.deepEqual(await grant("r1", [4, 1]), [-2, 0, 0], "the pod (budget 2) is full");
     assert.deepEqual(await redis!.hgetall(lane), { r1: "1" }, "the lane was not taken alone");
     await release("r1");
     assert.deepEqual(
@@ -62,11 +62,11 @@ describe("fleet store scripts (real Redis)", () => {
     if (redis === null) return t.skip("no Redis");
     await heartbeat("r1");
     await heartbeat("r2");
-    assert.equal(await grant("r1", [2, 9]), 1);
-    assert.equal(await grant("r2", [2, 9]), 1);
-    assert.equal(await grant("r2", [2, 9]), -1, "the lane's 2 are held by two replicas");
+    assert.deepEqual(await grant("r1", [2, 9]), [1, 0, 0]);
+    assert.deepEqual(await grant("r2", [2, 9]), [1, 1, 1], "it answers what the others hold");
+    assert.deepEqual(await grant("r2", [2, 9]), [-1, 1, 1], "the lane's 2 are held by two replicas");
     await release("r1");
-    assert.equal(await grant("r2", [2, 9]), 1);
+    assert.deepEqual(await grant("r2", [2, 9]), [1, 0, 0]);
     await release("r2");
     await release("r2");
   });
@@ -75,10 +75,10 @@ describe("fleet store scripts (real Redis)", () => {
     if (redis === null) return t.skip("no Redis");
     await heartbeat("dead");
     await heartbeat("live");
-    assert.equal(await grant("dead", [1, 9]), 1);
-    assert.equal(await grant("live", [1, 9]), -1);
+    assert.deepEqual(await grant("dead", [1, 9]), [1, 0, 0]);
+    assert.deepEqual(await grant("live", [1, 9]), [-1, 1, 1]);
     await redis!.zadd(replicas, 1, "dead"); // its lease expired long ago (Redis time)
-    assert.equal(await grant("live", [1, 9]), 1, "the dead replica's slot counts no more");
+    assert.deepEqual(await grant("live", [1, 9]), [1, 0, 0], "the dead replica's slot counts no more");
     assert.equal(await redis!.hget(lane, "dead"), null, "and its field is dropped on the way");
     await release("live");
   });
@@ -86,11 +86,11 @@ describe("fleet store scripts (real Redis)", () => {
   test("after FLUSHALL-like loss, a heartbeat re-registers the replica's counts exactly", async (t) => {
     if (redis === null) return t.skip("no Redis");
     await heartbeat("r3");
-    assert.equal(await grant("r3", [5, 5]), 1);
-    assert.equal(await grant("r3", [5, 5]), 1);
+    assert.deepEqual(await grant("r3", [5, 5]), [1, 0, 0]);
+    assert.deepEqual(await grant("r3", [5, 5]), [1, 0, 0]);
     await redis!.del(replicas, lane, pod); // what a flushed or restarted-empty Redis looks like
-    const [reregistered] = (await heartbeat("r3", { [lane]: 2, [pod]: 2 })) as [number, number];
-    assert.equal(reregistered, 1);
+    const [reregistered, , ...others] = (await heartbeat("r3", { [lane]: 2, [pod]: 2 })) as number[];
+    assert.deepEqual([reregistered, others], [1, [0, 0]]);
     assert.deepEqual([await redis!.hget(lane, "r3"), await redis!.hget(pod, "r3")], ["2", "2"]);
     const [again] = (await heartbeat("r3", { [lane]: 2, [pod]: 2 })) as [number, number];
     assert.equal(again, 0, "a known replica's heartbeat only renews");
@@ -107,7 +107,7 @@ describe("fleet store scripts (real Redis)", () => {
     await heartbeat("r4");
     await grant("r4", [1, 1]);
     await release("r4", channel);
-    assert.equal(await got, "r4");
+    assert.equal(await got, `r4\n${lane}\n${pod}`, "who released, and which budgets gained room");
     sub.disconnect();
   });
 });

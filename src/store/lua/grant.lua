@@ -4,7 +4,9 @@
 -- ARGV[1]       replica id
 -- ARGV[2..n+1]  each budget's limit for this call (the lane's already lowered by its reserve
 --               for a non-interactive call)
--- Returns 1 when granted, or -i when budget i (1-based, along the path) had no room.
+-- Returns { 1 when granted, or -i when budget i (1-based, along the path) had no room,
+--           then for each budget the calls the other live replicas hold on it }, so the caller's
+-- mirror of the fleet is fresh after every grant.
 -- Error SLUICE_UNKNOWN_REPLICA when the replica's lease is gone (expired, or Redis was flushed):
 -- the store re-registers its calls and retries once.
 local replicas_key = KEYS[1]
@@ -13,12 +15,21 @@ local now = now_ms()
 if not alive(replicas_key, replica, now) then
   return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
 end
+local reply = { 1 }
+local full = 0
 for i = 2, #KEYS do
-  if inflight(replicas_key, KEYS[i], now) >= tonumber(ARGV[i]) then
-    return -(i - 1)
+  local mine = tonumber(redis.call('HGET', KEYS[i], replica) or '0')
+  local total = inflight(replicas_key, KEYS[i], now)
+  reply[i] = total - mine
+  if full == 0 and total >= tonumber(ARGV[i]) then
+    full = i - 1
   end
+end
+if full > 0 then
+  reply[1] = -full
+  return reply
 end
 for i = 2, #KEYS do
   redis.call('HINCRBY', KEYS[i], replica, 1)
 end
-return 1
+return reply

@@ -1,5 +1,5 @@
 -- Gives back one slot on every budget of a path for a replica, never below zero, and tells the
--- other replicas that room may have freed.
+-- other replicas which budgets gained room.
 -- KEYS[1..n]  the path's budget hashes
 -- ARGV[1]     replica id
 -- ARGV[2]     channel to publish on ('' for none)
@@ -11,6 +11,6 @@ for i = 1, #KEYS do
   end
 end
 if ARGV[2] ~= '' then
-  redis.call('PUBLISH', ARGV[2], replica)
+  redis.call('PUBLISH', ARGV[2], replica .. '\n' .. table.concat(KEYS, '\n'))
 end
 return 1

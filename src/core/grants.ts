@@ -1,0 +1,164 @@
+/**
+ * The bookkeeping half of the scheduler: the set of lanes with waiters, putting a waiter in line
+ * and taking it out, and the one place a grant takes its path (`grant`) and the one place it is
+ * given back (`giveBack`), with what a pod and an account hear about each call. `Scheduler`
+ * (scheduler.ts) decides who is granted; this class only records it.
+ */
+import type { Store } from "../store/store.js";
+import { queueFull } from "./arrival.js";
+import type { SluiceError } from "./errors.js";
+import { Emitter } from "./events.js";
+import type { Lane } from "./lane.js";
+import { PodAttempt, type Ticket } from "./lease.js";
+import type { Outcome } from "./outcome.js";
+import { IGNORE } from "./outcome.js";
+import type { Path } from "./path.js";
+import type {
+  GrantEvent,
+  RefusalEvent,
+  ReleaseEvent,
+  SchedulerHooks,
+  WidthEvent,
+} from "./scheduler-events.js";
+
+export class Grants {
+  /** Lanes with at least one waiter: the only ones a pass needs to look at. */
+  protected readonly waiting = new Set<Lane<Ticket>>();
+
+  readonly onGrant = new Emitter<GrantEvent>();
+  readonly onRelease = new Emitter<ReleaseEvent>();
+  readonly onRefusal = new Emitter<RefusalEvent>();
+  readonly onWidthChange = new Emitter<WidthEvent>();
+
+  constructor(
+    readonly hooks: SchedulerHooks,
+    readonly store: Store,
+  ) {}
+
+  /** Lanes with waiters (read-only view for snapshots and tests). */
+  get waitingLanes(): ReadonlySet<Lane<Ticket>> {
+    return this.waiting;
+  }
+
+  /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
+  protected push(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
+    if (t.key !== null) t.key.queued++;
+    t.state = "waiting";
+    lane.queue.push(t);
+    if (lane.queue.size === 1) this.waiting.add(lane);
+    lane.noteQueue(nowMs);
+  }
+
+  protected remove(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
+    lane.queue.remove(t);
+    if (lane.queue.size === 0) this.waiting.delete(lane);
+    if (t.key !== null && t.key.queued > 0) t.key.queued--;
+    lane.noteQueue(nowMs);
+  }
+
+  protected reject(t: Ticket, error: SluiceError): void {
+    t.state = "ended";
+    if (t.attempts > 1 && t.laneRef.redispatching > 0) t.laneRef.redispatching--;
+    this.hooks.rejected(t, error);
+  }
+
+  protected refuse<E extends SluiceError>(lane: Lane<Ticket>, error: E): E {
+    if (this.onRefusal.size > 0) this.onRefusal.emit({ lane: lane.name, error });
+    return error;
+  }
+
+  /** Takes `victim` out of a full queue; it gets the queue-full refusal (reason `shed`). */
+  protected shed(lane: Lane<Ticket>, victim: Ticket, nowMs: number): void {
+    this.remove(lane, victim, nowMs);
+    const position = lane.queue.positionForArrival(victim.rank);
+    this.reject(victim, this.refuse(lane, queueFull(lane, position, "shed")));
+  }
+
+  /** The one place a grant takes its budgets: the whole path at once, then the key's slot. */
+  protected grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
+    if (!this.store.take(path, t.rank, t.tokens, nowMs))
+      throw new Error(`store refused a path it had room for (${lane.name})`);
+    t.state = "granted";
+    t.grantedAt = nowMs;
+    t.path = path;
+    if (lane.account !== null)
+      t.acct = lane.account.record(t.acct ?? { inflightAtStart: 0, widthAtStart: 0, epoch: 0, probe: false });
+    if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
+    if (path.pod !== null) this.attach(t, path, nowMs);
+    lane.waits.record(nowMs - t.enqueuedAt, nowMs);
+    if (this.onGrant.size > 0)
+      this.onGrant.emit({
+        lane: lane.name,
+        pod: path.pod?.id,
+        priority: t.rank,
+        waitedMs: nowMs - t.enqueuedAt,
+      });
+  }
+
+  /** Records the dispatch of `t` on `path`'s pod (the path's budgets were already taken). */
+  protected attach(t: Ticket, path: Path, nowMs: number): void {
+    const pod = path.pod!;
+    let d = t.dispatch;
+    if (d === null) {
+      d = new PodAttempt(pod);
+      t.dispatch = d;
+    }
+    t.path = path;
+    d.pod = pod;
+    d.inflightAtStart = pod.inflight;
+    d.widthAtStart = pod.width.width;
+    d.epoch = pod.width.epoch;
+    d.probe = pod.breaker.onDispatch(nowMs);
+  }
+
+  /**
+   * The one place budgets are given back: whatever path the ticket holds, and its key's slot. Its
+   * metered budgets settle the reservation first, with what the call used (`t.used`: its real
+   * tokens, null when it never reached the provider, undefined to keep the estimate).
+   */
+  protected giveBack(t: Ticket, nowMs: number): void {
+    const path = t.path;
+    if (path !== null) {
+      t.path = null;
+      if (path.metered.length > 0) this.store.reconcile(path, t.tokens, t.used, nowMs, t.grantedAt);
+      this.store.give(path, t.tokens, nowMs);
+    }
+    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
+  }
+
+  /**
+   * The pod hears how its attempt ended (width, breaker). Only the outcome is settled here: the
+   * pod's slot is given back with the path (`#giveBack`), or by a re-dispatch that moves off the pod.
+   */
+  protected settlePod(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
+    const d = t.dispatch;
+    const pod = d?.pod ?? null;
+    if (d === null || pod === null) return;
+    // A quota signal pauses the budget it belongs to: the account when the lane has one, else the pod.
+    const own = outcome === null || (outcome.kind === "quota" && lane.account !== null) ? IGNORE : outcome;
+    const verdict = pod.settle(own, d, nowMs, lane.mayOpenAnother());
+    d.probe = false;
+    if (verdict.widthChanged && this.onWidthChange.size > 0)
+      this.onWidthChange.emit({ lane: lane.name, pod: pod.id, width: pod.width.width, ceiling: pod.ceiling });
+  }
+
+  /** The lane's account hears how an upstream attempt ended: its cap and its quota pause. */
+  protected settleAccount(lane: Lane<Ticket>, t: Ticket, outcome: Outcome | null, nowMs: number): void {
+    const account = lane.account;
+    if (account === null || t.acct === null || outcome === null) return;
+    if (account.settle(outcome, t.acct, nowMs) && this.onWidthChange.size > 0)
+      this.onWidthChange.emit({
+        lane: lane.name,
+        pod: `account:${account.name}`,
+        width: account.width.width,
+        ceiling: account.settings.maxInflight ?? account.width.width,
+      });
+  }
+
+  /** Gives back the pod's part of `t`'s path; `t` keeps its lane's part. */
+  protected leavePod(t: Ticket, nowMs: number): void {
+    const path = t.path!;
+    this.store.give(path, t.tokens, nowMs, path.podStart);
+    t.path = t.laneRef.lanePath;
+  }
+}

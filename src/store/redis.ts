@@ -1,0 +1,301 @@
+/**
+ * The fleet store: several processes (gateway replicas, `--workers`, library users) share every
+ * concurrency budget through Redis, so together they never hold more than a budget's limit.
+ *
+ * Each process keeps a local mirror of the fleet: its own calls (`inflight`) and what the other
+ * replicas held when it last heard (`others`). A grant is two steps. `take` checks and takes the
+ * mirror at once, in the scheduler's synchronous pass, so this process never over-grants while it
+ * waits; `confirm` then runs one script over every fleet budget of the path (one round trip,
+ * Redis time, all or nothing). A refusal rolls the local take back and refreshes the mirror from
+ * the script's answer, so the waiter stays queued until a release somewhere frees room: releases
+ * publish the budgets they freed, and every heartbeat re-reads the fleet (the polling fallback).
+ *
+ * Crash safety: a replica's counts live under its lease in the replicas set, renewed by one
+ * heartbeat every `leaseTtlMs ÷ 3`; a replica killed with SIGKILL stops renewing and its counts
+ * stop counting within the TTL. A Redis that lost its data is re-initialised by the next
+ * heartbeat (each replica writes back what it holds).
+ *
+ * Store outage (`onStoreError`): `local` divides each fleet limit by `expectedReplicas` and goes on
+ * in memory; `open` drops the fleet bound; `closed` refuses new grants with `StoreUnavailableError`.
+ * The mode is left as soon as a heartbeat succeeds again.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { Redis } from "ioredis";
+import type { AccountBudget, AccountSettings } from "../core/account.js";
+import type { AdmissionBudget } from "../core/admission.js";
+import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import { ConfigError, StoreUnavailableError } from "../core/errors.js";
+import { Emitter, type Event } from "../core/events.js";
+import type { Path } from "../core/path.js";
+import type { Rank } from "../core/priority.js";
+import type { RateBudget, RateUnit } from "../core/rate-budget.js";
+import { FleetMirror } from "./fleet-mirror.js";
+import { MemoryStore } from "./memory.js";
+import { isReplyCode, runScript } from "./redis-scripts.js";
+import type { Store } from "./store.js";
+
+/** What to do while Redis cannot be reached. */
+export type OnStoreError = "local" | "open" | "closed";
+
+export interface RedisStoreOptions {
+  /** `redis://[:password@]host:port[/db]` or `rediss://…`. */
+  url: string;
+  /** Prefix of every key (one Cluster hash tag for all of them). **Default:** `sluice`. */
+  prefix?: string;
+  /** This process's id in the fleet. **Default:** host:pid:random. */
+  replica?: string;
+  /** How long a replica's calls count after its last heartbeat. **Default:** 15 000 ms. */
+  leaseTtlMs?: number;
+  /** **Default:** `local`. */
+  onStoreError?: OnStoreError;
+  /** Replicas the fleet runs, for `local`'s static division. **Default:** 2. */
+  expectedReplicas?: number;
+}
+
+/** The fleet's state as this process sees it (snapshot, `/readyz`, metrics). */
+export interface FleetStatus {
+  replica: string;
+  /** `connected`, or the outage mode in force. */
+  mode: "connected" | OnStoreError;
+  /** Consecutive failed round trips. */
+  errors: number;
+}
+
+export class RedisStore implements Store {
+  readonly description: string;
+  readonly replica: string;
+  readonly #local = new MemoryStore();
+  readonly #mirror: FleetMirror;
+  readonly #client: Redis;
+  readonly #subscriber: Redis;
+  readonly #ttlMs: number;
+  readonly #policy: OnStoreError;
+  readonly #replicas: number;
+  readonly #channel: string;
+  readonly #replicasKey: string;
+  readonly #changes = new Emitter<void>();
+  #mode: FleetStatus["mode"] = "connected";
+  #errors = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #registered = false;
+
+  /** Other replicas may have freed room: re-run a pass. */
+  readonly onChange: Event<void> = this.#changes.event;
+
+  constructor(options: RedisStoreOptions) {
+    const prefix = options.prefix ?? "sluice";
+    if (!/^[\w.:-]+$/.test(prefix)) throw new ConfigError("store.prefix", "letters, digits, . : _ -", prefix);
+    this.description = redactedUrl(options.url);
+    this.replica = options.replica ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.#ttlMs = options.leaseTtlMs ?? 15_000;
+    this.#policy = options.onStoreError ?? "local";
+    this.#replicas = options.expectedReplicas ?? 2;
+    const tag = `{${prefix}}`;
+    this.#replicasKey = `${tag}:replicas`;
+    this.#channel = `${tag}:released`;
+    this.#mirror = new FleetMirror(tag);
+    // RESP2 explicitly (ioredis 6 defaults to RESP3); fail fast so an outage is seen within a
+    // heartbeat instead of commands queueing without end.
+    const common = {
+      protocol: 2 as const,
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+    };
+    this.#client = new Redis(options.url, { ...common, enableAutoPipelining: true });
+    this.#subscriber = new Redis(options.url, { ...common, enableOfflineQueue: true });
+    this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
+    this.#subscriber.on("error", () => {});
+    this.#subscriber.on("message", (_channel, message: string) => this.#released(message));
+  }
+
+  /** Connects, registers this replica and starts its heartbeat. */
+  async start(): Promise<void> {
+    await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
+    await this.#subscriber.subscribe(this.#channel);
+    await this.heartbeat();
+    this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
+    this.#timer.unref();
+  }
+
+  /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#subscriber.disconnect();
+    await this.#client.quit().catch(() => this.#client.disconnect());
+  }
+
+  status(): FleetStatus {
+    return { replica: this.replica, mode: this.#mode, errors: this.#errors };
+  }
+
+  concurrency(key: string, limit: number, reserve = 0, name = key): ConcurrencyBudget {
+    return this.#mirror.track(key, this.#local.concurrency(key, limit, reserve, name));
+  }
+
+  admission(key: string, maxInflight: number, maxQueued: number, name = key): AdmissionBudget {
+    return this.#mirror.track(key, this.#local.admission(key, maxInflight, maxQueued, name));
+  }
+
+  arrival(key: string, limit: number, maxRank?: Rank, name = key): ArrivalBudget {
+    // A key's bound counts waiters too, and waiters are per process: not shared yet.
+    if (limit < Number.MAX_SAFE_INTEGER)
+      throw new ConfigError(
+        `keys.${name}.maxInflight`,
+        "no per-key bound with the Redis store (per-key bounds across replicas are not built yet)",
+        limit,
+      );
+    return this.#local.arrival(key, limit, maxRank, name);
+  }
+
+  rate(_key: string, _unit: RateUnit, _perMinute: number, _nowMs: number, name = _key): RateBudget {
+    throw new ConfigError(
+      name,
+      "no token or request budget with the Redis store (not built yet in fleet mode)",
+      "tpm/rpm",
+    );
+  }
+
+  account(_key: string, _settings: AccountSettings, _nowMs: number, name = _key): AccountBudget {
+    throw new ConfigError(name, "no account with the Redis store (not built yet in fleet mode)", "account");
+  }
+
+  take(path: Path, rank: Rank, cost: number, nowMs: number, from = 0): boolean {
+    if (this.#mode === "closed") return false;
+    return this.#local.take(path, rank, cost, nowMs, from);
+  }
+
+  /**
+   * Confirms with the fleet what `take` took locally from `path` (from `from` on). Resolves false
+   * when another replica holds the room (the caller rolls back); rejects with
+   * `StoreUnavailableError` while Redis is down and the policy is `closed`.
+   */
+  async confirm(path: Path, rank: Rank, from = 0): Promise<boolean> {
+    const fleet = this.#mirror.fleetPart(path, rank, from);
+    if (fleet.keys.length === 0 || this.#mode === "open" || this.#mode === "local") return true;
+    try {
+      const reply = await this.#grant(fleet.keys, fleet.limits);
+      this.#ok();
+      this.#mirror.setOthers(fleet.budgets, reply.slice(1));
+      if (reply[0]! < 0) return false;
+      this.#mirror.confirmed(fleet.keys, +1);
+      return true;
+    } catch (error) {
+      return this.#failed(error);
+    }
+  }
+
+  /** Gives back locally what a refused `confirm` took (nothing reached the fleet). */
+  rollback(path: Path, cost: number, nowMs: number, from = 0): void {
+    this.#local.give(path, cost, nowMs, from);
+  }
+
+  give(path: Path, cost: number, nowMs: number, from = 0): void {
+    this.#local.give(path, cost, nowMs, from);
+    const keys = this.#mirror.fleetKeys(path, from);
+    if (keys.length === 0) return;
+    this.#mirror.confirmed(keys, -1);
+    if (this.#mode !== "connected") return; // the next heartbeat writes back exact counts
+    runScript(this.#client, "release", keys, [this.replica, this.#channel]).catch((error) => {
+      this.#failed(error);
+    });
+  }
+
+  reconcile(): void {
+    // No metered budget exists in fleet mode yet (rate() refuses them).
+  }
+
+  *budgets(): Iterable<Budget | ArrivalBudget> {
+    yield* this.#local.budgets();
+  }
+
+  /**
+   * Renews this replica's lease and re-reads the fleet; writes back every count it holds when its
+   * lease was lost (expired, or Redis flushed or restarted empty). Runs every TTL ÷ 3.
+   */
+  async heartbeat(): Promise<void> {
+    const { keys, counts, budgets } = this.#mirror.all();
+    try {
+      const reply = (await runScript(
+        this.#client,
+        "heartbeat",
+        [this.#replicasKey, ...keys],
+        [this.replica, this.#ttlMs, ...counts],
+      )) as number[];
+      const wasDown = this.#mode !== "connected";
+      this.#ok();
+      this.#registered = true;
+      this.#mirror.setOthers(budgets, reply.slice(2));
+      if (wasDown || reply[0] === 1) this.#changes.emit();
+    } catch (error) {
+      this.#failed(error);
+    }
+  }
+
+  async #grant(keys: string[], limits: number[]): Promise<number[]> {
+    try {
+      return (await runScript(
+        this.#client,
+        "grant",
+        [this.#replicasKey, ...keys],
+        [this.replica, ...limits],
+      )) as number[];
+    } catch (error) {
+      if (!isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
+      await this.heartbeat(); // re-register what this replica holds, then try once more
+      return (await runScript(
+        this.#client,
+        "grant",
+        [this.#replicasKey, ...keys],
+        [this.replica, ...limits],
+      )) as number[];
+    }
+  }
+
+  /** Another replica released: the budgets it names gained room. */
+  #released(message: string): void {
+    const [replica, ...keys] = message.split("\n");
+    if (replica === this.replica) return;
+    if (this.#mirror.released(keys)) this.#changes.emit();
+  }
+
+  #ok(): void {
+    this.#errors = 0;
+    if (this.#mode !== "connected") {
+      this.#mode = "connected";
+      this.#mirror.leaveOutage();
+    }
+  }
+
+  /** A round trip failed: enter the outage policy; a grant resolves as the policy says. */
+  #failed(error: unknown): boolean {
+    this.#errors++;
+    if (this.#mode === "connected") {
+      this.#mode = this.#policy;
+      if (this.#policy === "local") this.#mirror.enterOutage(this.#replicas);
+      this.#changes.emit();
+    }
+    if (this.#mode === "closed")
+      throw new StoreUnavailableError(
+        `fleet store ${this.description} unreachable: ${(error as Error).message}`,
+      );
+    return true;
+  }
+
+  /** Whether the replica has registered at least once (tests). */
+  get registered(): boolean {
+    return this.#registered;
+  }
+}
+
+/** The URL without its password, for logs, snapshots and errors. */
+export function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    return "redis://…";
+  }
+}
