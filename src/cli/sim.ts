@@ -1,7 +1,8 @@
 /**
  * `sluice sim`: flags → one simulated pod (src/sim/server.ts) or the demo fleet (src/sim/fleet.ts).
- * Thin on purpose: parsing and printing only. Runs until SIGINT/SIGTERM, then closes and
- * returns 0; a bad flag returns 2 with a message naming it.
+ * Thin on purpose: parsing and printing only. Runs until SIGINT/SIGTERM, then prints what each
+ * sim saw (peaks, refusals, throttles, OOM events), closes and returns 0; a bad flag returns 2
+ * with a message naming it.
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { isConfigError } from "../core/errors.js";
@@ -27,6 +28,9 @@ const USAGE = `usage: sluice sim [--profile ${Object.keys(SIM_PROFILES).join("|"
   --output-tokens N        tokens per answer when max_tokens allows (default ${SIM_DEFAULTS.defaultOutputTokens})
   --echo-prefix PATH       OCR-style echo route prefix (default ${SIM_DEFAULTS.echoPrefix})
   --seed N                 service-time seed (default ${SIM_DEFAULTS.seed})
+  --time-scale F           multiply every duration (service, tokens, OOM downtime): 0.01 runs a 19 s page in 190 ms (default ${SIM_DEFAULTS.timeScale})
+  --oom-at N               running sequences the memory holds; one more takes the host down (default none)
+  --oom-down-ms MS         how long an OOM keeps the host unreachable, before --time-scale (default ${SIM_DEFAULTS.oomDownMs})
   --fleet demo             start the demo fleet instead: ${demoPods()}
   --base-port P            the demo fleet's first port; its pods take P, P+1, … (default ${DEMO_BASE_PORT}, 0 = any free ports)
   -h, --help               show this help
@@ -50,6 +54,9 @@ const NUMERIC = {
   "tokens-per-second": "tokensPerSecond",
   "output-tokens": "defaultOutputTokens",
   seed: "seed",
+  "time-scale": "timeScale",
+  "oom-at": "oomAt",
+  "oom-down-ms": "oomDownMs",
 } as const satisfies Record<string, keyof SimOptions>;
 
 /** Every flag `sluice sim` accepts (node:util parseArgs options); the help has a line for each. */
@@ -128,11 +135,17 @@ async function startOne(values: Record<string, string | boolean | undefined>, ou
   if (values["echo-prefix"] !== undefined) opts.echoPrefix = values["echo-prefix"] as string;
   const sim = await startSim(opts);
   const o = sim.options;
+  const extra =
+    (o.timeScale === 1 ? "" : `, time scale ${o.timeScale}`) +
+    (Number.isFinite(o.oomAt) ? `, oom_at ${o.oomAt} (down ${o.oomDownMs} ms)` : "");
   out(
     `sim ${o.model} listening on ${sim.url} (max_num_seqs ${o.maxNumSeqs}, max_waiting ${o.maxWaiting}, ` +
-      `overflow ${o.overflow}, service ${o.serviceMs} ms, ${o.tokensPerSecond} tok/s, seed ${o.seed})`,
+      `overflow ${o.overflow}, service ${o.serviceMs} ms, ${o.tokensPerSecond} tok/s, seed ${o.seed}${extra})`,
   );
-  return () => sim.close();
+  return async () => {
+    out(sim.report());
+    await sim.close();
+  };
 }
 
 async function startDemoFleet(
@@ -147,7 +160,10 @@ async function startDemoFleet(
   });
   out("demo fleet:");
   for (const [model, urls] of Object.entries(fleet.urls)) out(`  ${model.padEnd(12)} ${urls.join(" ")}`);
-  return () => fleet.close();
+  return async () => {
+    for (const pod of fleet.pods) out(pod.sim.report());
+    await fleet.close();
+  };
 }
 
 function toNumber(flag: string, raw: string): number {

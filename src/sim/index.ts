@@ -1,4 +1,5 @@
 /** The simulator's public surface, for the gateway's demo, the load runner and tests. */
+export { type AnswerOptions, expectedAnswer } from "./answer.js";
 export {
   DEMO_BASE_PORT,
   DEMO_FLEET,
@@ -9,7 +10,15 @@ export {
   type SimFleet,
   startFleet,
 } from "./fleet.js";
-export { renderMetrics, type SimMetricValues, VLLM_METRICS } from "./metrics.js";
+export { type MachineMember, SimMachine, type SimMachineOptions } from "./machine.js";
+export {
+  renderMetrics,
+  renderSimMetrics,
+  SIM_METRICS,
+  type SimMetricValues,
+  type SimOwnMetricValues,
+  VLLM_METRICS,
+} from "./metrics.js";
 export { contentKey, SIM_CREATED_S, simEmbedding, simText, simTokens, type Usage } from "./openai.js";
 export {
   type ResolvedSimOptions,

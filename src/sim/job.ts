@@ -9,10 +9,12 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
+  answerTokenCount,
   completionBody,
   contentKey,
   embeddingBody,
   errorBody,
+  finishReasonFor,
   parseSimRequest,
   type ReplyMeta,
   replyMeta,
@@ -121,8 +123,7 @@ export class Job implements Seq {
   #outputTokens(): number {
     const p = this.#parsed;
     if (p === null || this.kind === "embedding") return 0;
-    const cap = this.ctx.options.defaultOutputTokens;
-    return p.maxTokens !== undefined && p.maxTokens < cap ? p.maxTokens : cap;
+    return answerTokenCount(p, this.ctx.options.defaultOutputTokens);
   }
 
   #respond(): void {
@@ -136,8 +137,7 @@ export class Job implements Seq {
     } else {
       const kind = this.kind as "chat" | "completion";
       const n = this.#outputTokens();
-      // "length" when max_tokens cut the answer short of what the model would have said.
-      this.#finishReason = n < this.ctx.options.defaultOutputTokens ? "length" : "stop";
+      this.#finishReason = finishReasonFor(n, this.ctx.options.defaultOutputTokens);
       const key = contentKey(p.model, p.promptText);
       this.#meta = replyMeta(kind, p.model, key);
       this.#tokens = simTokens(key, n);
@@ -170,7 +170,7 @@ export class Job implements Seq {
       while (this.#sent < this.#tokens.length) head += this.#tokenChunk();
       this.#endStream(head);
     } else {
-      this.#intervalMs = 1000 / tps;
+      this.#intervalMs = (1000 / tps) * this.ctx.options.timeScale;
       this.#step(head);
     }
   }

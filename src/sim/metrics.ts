@@ -68,3 +68,52 @@ function family(name: string, type: string, help: string, samples: Array<[string
 function escapeLabel(s: string): string {
   return s.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
 }
+
+/** What the sim itself saw, beyond vLLM's names: the numbers a load run reports. */
+export interface SimOwnMetricValues {
+  model: string;
+  /** Peak running sequences (since start or `resetStats`). */
+  maxRunning: number;
+  /** Peak running + waiting: what clients had in flight here at once. */
+  maxInflight: number;
+  /** Overflows by how they were refused: a destroyed connection, a 429 (throttle), a 503. Monotonic. */
+  refusals: Readonly<Record<"connection" | "429" | "503", number>>;
+  /** OOMs of its machine. Monotonic. */
+  oomEvents: number;
+  /** ∫ running dt in slot-seconds since start. Monotonic: utilization = rate ÷ max_num_seqs. */
+  busySlotSeconds: number;
+}
+
+/** The sim's own metrics (`sluice_sim_*`), appended after vLLM's on `/metrics`. */
+export const SIM_METRICS = {
+  maxRunning: "sluice_sim_max_running",
+  maxInflight: "sluice_sim_max_inflight",
+  refusals: "sluice_sim_refusals_total",
+  oomEvents: "sluice_sim_oom_events_total",
+  busySlotSeconds: "sluice_sim_busy_slot_seconds_total",
+} as const;
+
+/** Renders the `sluice_sim_*` families. */
+export function renderSimMetrics(v: SimOwnMetricValues): string {
+  const model = escapeLabel(v.model);
+  const label = `{model_name="${model}"}`;
+  const lines = [
+    ...family(SIM_METRICS.maxRunning, "gauge", "Most requests running at once.", [[label, v.maxRunning]]),
+    ...family(SIM_METRICS.maxInflight, "gauge", "Most requests running or waiting at once.", [
+      [label, v.maxInflight],
+    ]),
+    ...family(
+      SIM_METRICS.refusals,
+      "counter",
+      "Requests refused past max_num_seqs + max_waiting, by how: connection, 429 (throttle), 503.",
+      Object.entries(v.refusals).map(([kind, n]) => [`{kind="${kind}",model_name="${model}"}`, n]),
+    ),
+    ...family(SIM_METRICS.oomEvents, "counter", "Times the machine ran out of memory and went down.", [
+      [label, v.oomEvents],
+    ]),
+    ...family(SIM_METRICS.busySlotSeconds, "counter", "Slot-seconds spent running requests.", [
+      [label, Math.round(v.busySlotSeconds * 1000) / 1000],
+    ]),
+  ];
+  return `${lines.join("\n")}\n`;
+}

@@ -144,6 +144,19 @@ export function simEmbedding(model: string, input: string, dims: number): number
   return v;
 }
 
+/**
+ * Tokens of the answer: the sim's `defaultOutputTokens`, cut to the request's `max_tokens` when
+ * that is smaller (then `finish_reason` is `"length"`, see {@link finishReasonFor}).
+ */
+export function answerTokenCount(p: Pick<SimRequest, "maxTokens">, defaultOutputTokens: number): number {
+  return p.maxTokens !== undefined && p.maxTokens < defaultOutputTokens ? p.maxTokens : defaultOutputTokens;
+}
+
+/** `"length"` when `max_tokens` cut the answer short of what the model would have said, else `"stop"`. */
+export function finishReasonFor(n: number, defaultOutputTokens: number): "stop" | "length" {
+  return n < defaultOutputTokens ? "length" : "stop";
+}
+
 /** Usage for a prompt estimate and a completion length. */
 export function usage(promptTokens: number, completionTokens: number): Usage {
   return {

@@ -4,6 +4,8 @@
  */
 import { ConfigError } from "../core/errors.js";
 
+import type { SimMachine } from "./machine.js";
+
 /** What a pod does with a request that arrives past `maxNumSeqs + maxWaiting`. */
 export type SimOverflow = "queue" | "503" | "429" | "refuse";
 
@@ -59,6 +61,22 @@ export interface SimProfile {
   echoPrefix?: string | null;
   /** Length of each vector `POST /v1/embeddings` returns; integer ≥ 1. **Default:** `8`. */
   embeddingDims?: number;
+  /**
+   * Multiplies every duration the sim waits out: service time, per-token time, the streaming
+   * pace and the OOM downtime, so a 19 s OCR page runs as 190 ms with `0.01`. > 0.
+   * **Default:** `1`.
+   */
+  timeScale?: number;
+  /**
+   * Running sequences the machine's memory holds (seed 001's GB10): the grant that takes the
+   * count past it is an OOM — the host goes unreachable (it stops listening, so connections are
+   * refused, and every request on it is cut) for `oomDownMs`, then comes back. Integer ≥ 1 or
+   * `Infinity`. Sims sharing a {@link SimMachine} count their sequences together and use the
+   * machine's own point instead. **Default:** `Infinity` (never).
+   */
+  oomAt?: number;
+  /** How long an OOM keeps the host unreachable, in ms (scaled by `timeScale`), ≥ 0. **Default:** `10000`. */
+  oomDownMs?: number;
 }
 
 /** Options of `startSim()`: the profile plus what is fixed once the socket listens. */
@@ -69,6 +87,12 @@ export interface SimOptions extends SimProfile {
   host?: string;
   /** `backlog` passed to `server.listen()` (pending connections); integer ≥ 0. **Default:** Node's `511`. */
   listenBacklog?: number;
+  /**
+   * A machine shared with other sims (two endpoints on one GPU box): their running sequences
+   * count together against its OOM point, and an OOM takes all of them down. **Default:** a
+   * machine of this sim's own, from `oomAt` and `oomDownMs`.
+   */
+  machine?: SimMachine;
 }
 
 /** Every option with its default filled in. */
@@ -76,6 +100,7 @@ export type ResolvedSimOptions = Required<SimProfile> & {
   port: number;
   host: string;
   listenBacklog: number | undefined;
+  machine: SimMachine | undefined;
 };
 
 /** The defaults, in one place so docs/sim.md and the CLI's `--help` can quote them. */
@@ -83,6 +108,7 @@ export const SIM_DEFAULTS: Readonly<ResolvedSimOptions> = Object.freeze({
   port: 0,
   host: "127.0.0.1",
   listenBacklog: undefined,
+  machine: undefined,
   model: "sim-model",
   maxNumSeqs: 8,
   maxWaiting: Number.POSITIVE_INFINITY,
@@ -95,6 +121,9 @@ export const SIM_DEFAULTS: Readonly<ResolvedSimOptions> = Object.freeze({
   tokensPerSecond: 200,
   echoPrefix: "/ocr/",
   embeddingDims: 8,
+  timeScale: 1,
+  oomAt: Number.POSITIVE_INFINITY,
+  oomDownMs: 10_000,
 });
 
 const OVERFLOWS: readonly string[] = ["queue", "503", "429", "refuse"];
@@ -117,7 +146,16 @@ export function resolveSimOptions(
   if (o.maxWaiting !== Number.POSITIVE_INFINITY)
     integer(o, "maxWaiting", 0, Number.MAX_SAFE_INTEGER, "or Infinity");
   if (o.listenBacklog !== undefined) integer(o, "listenBacklog", 0);
-  for (const key of ["serviceMs", "jitterSigma", "msPerOutputToken", "tokensPerSecond"] as const) {
+  if (o.oomAt !== Number.POSITIVE_INFINITY) integer(o, "oomAt", 1, Number.MAX_SAFE_INTEGER, "or Infinity");
+  if (typeof o.timeScale !== "number" || !Number.isFinite(o.timeScale) || o.timeScale <= 0)
+    fail("timeScale", "a finite number > 0", o.timeScale);
+  for (const key of [
+    "serviceMs",
+    "jitterSigma",
+    "msPerOutputToken",
+    "tokensPerSecond",
+    "oomDownMs",
+  ] as const) {
     const v = o[key];
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) fail(key, "a finite number ≥ 0", v);
   }

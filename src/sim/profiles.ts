@@ -9,15 +9,31 @@ export type SimProfileName = "vllm" | "ocr-pod" | "provider";
 
 /** Each profile's options. */
 export const SIM_PROFILES: Readonly<Record<SimProfileName, Readonly<SimProfile>>> = Object.freeze({
-  /** One vLLM pod: 8 running, an unbounded waiting queue, latency that grows with the queue. */
-  vllm: { maxNumSeqs: 8, overflow: "queue", serviceMs: 300, tokensPerSecond: 50 },
-  /** An OCR pod: two pages at a time, two waiting, and connections refused past that. */
+  /**
+   * One vLLM pod on a box whose memory holds fewer sequences than it is configured to run (seed
+   * 001's GB10): 64 running, an unbounded waiting queue, latency that grows with the queue, and
+   * an OOM at the 49th running sequence — the host is unreachable for 10 s, then back.
+   */
+  vllm: {
+    maxNumSeqs: 64,
+    overflow: "queue",
+    serviceMs: 300,
+    tokensPerSecond: 50,
+    oomAt: 48,
+    oomDownMs: 10_000,
+  },
+  /**
+   * An OCR pod (seed 000): four pages at a time, a backlog of four, and past that connections
+   * refused (reset before any response byte, the upload unread). A page is 19 s of service run
+   * at a time scale of 0.01: 190 ms.
+   */
   "ocr-pod": {
     model: "ocr",
-    maxNumSeqs: 2,
-    maxWaiting: 2,
+    maxNumSeqs: 4,
+    maxWaiting: 4,
     overflow: "refuse",
-    serviceMs: 250,
+    serviceMs: 19_000,
+    timeScale: 0.01,
     echoPrefix: "/ocr/",
   },
   /** A hosted provider: 429 with `retry-after` past an account's concurrency. */

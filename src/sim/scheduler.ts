@@ -2,7 +2,8 @@
  * vLLM's admission in miniature: at most `maxNumSeqs` sequences run, the rest wait in arrival
  * order, and what arrives past the waiting bound is an overflow for the server to act on.
  * `maxRunningSeen` is what gateway tests assert the upstream was never pushed above, so every
- * change of `running` goes through `#grant` and `end`.
+ * change of `running` goes through `#grant` and `end` — which is also where the busy-slot time
+ * (utilization) is integrated and the machine's memory (OOM) is told.
  */
 
 /** Where a sequence is. `done` is terminal; `end()` on a done sequence is a no-op. */
@@ -17,6 +18,14 @@ export interface Seq {
   onGrant(): void;
 }
 
+/** Told of every sequence that starts or stops running (the machine's memory counts them). */
+export interface RunListener {
+  started(): void;
+  stopped(): void;
+}
+
+const NO_LISTENER: RunListener = { started() {}, stopped() {} };
+
 /** Running/waiting counters and the FIFO of waiters. */
 export class SeqScheduler {
   /** Sequences holding a slot. */
@@ -27,6 +36,10 @@ export class SeqScheduler {
   maxRunningSeen = 0;
   /** Highest `waiting` since construction or the last `resetPeaks()`. */
   maxWaitingSeen = 0;
+  /** Highest `running + waiting` (what the clients had in flight here) since construction or `resetPeaks()`. */
+  maxInflightSeen = 0;
+  #busyMs = 0;
+  #lastChangeMs: number;
   #head: Seq | null = null;
   #tail: Seq | null = null;
   // Set while the grant loop runs: a sequence that ends synchronously inside onGrant (service
@@ -36,7 +49,17 @@ export class SeqScheduler {
   constructor(
     /** Slots; raising it grants waiters on the next `pump()`, lowering it lets running ones drain. */
     public maxNumSeqs: number,
-  ) {}
+    readonly listener: RunListener = NO_LISTENER,
+    /** Milliseconds, for the busy-slot integral only; never decides anything. */
+    readonly now: () => number = () => performance.now(),
+  ) {
+    this.#lastChangeMs = now();
+  }
+
+  /** Slot-milliseconds spent running since construction: ∫ running dt. Utilization is its rate ÷ `maxNumSeqs`. */
+  busySlotMs(): number {
+    return this.#busyMs + this.running * (this.now() - this.#lastChangeMs);
+  }
 
   /**
    * Takes `seq` in: grants a slot now (calling `onGrant`) when one is free and nobody waits,
@@ -46,6 +69,7 @@ export class SeqScheduler {
   admit(seq: Seq, mayWait: (waiting: number) => boolean): boolean {
     if (this.running < this.maxNumSeqs && this.#head === null) {
       this.#grant(seq);
+      this.#peakInflight();
       return true;
     }
     if (!mayWait(this.waiting)) return false;
@@ -56,6 +80,7 @@ export class SeqScheduler {
     else this.#tail.next = seq;
     this.#tail = seq;
     if (++this.waiting > this.maxWaitingSeen) this.maxWaitingSeen = this.waiting;
+    this.#peakInflight();
     return true;
   }
 
@@ -63,7 +88,9 @@ export class SeqScheduler {
   end(seq: Seq): void {
     if (seq.state === "running") {
       seq.state = "done";
+      this.#accrue();
       this.running--;
+      this.listener.stopped();
       this.pump();
     } else if (seq.state === "waiting") {
       seq.state = "done";
@@ -92,12 +119,26 @@ export class SeqScheduler {
   resetPeaks(): void {
     this.maxRunningSeen = this.running;
     this.maxWaitingSeen = this.waiting;
+    this.maxInflightSeen = this.running + this.waiting;
   }
 
   #grant(seq: Seq): void {
     seq.state = "running";
+    this.#accrue();
     if (++this.running > this.maxRunningSeen) this.maxRunningSeen = this.running;
+    this.listener.started();
     seq.onGrant();
+  }
+
+  #accrue(): void {
+    const now = this.now();
+    this.#busyMs += this.running * (now - this.#lastChangeMs);
+    this.#lastChangeMs = now;
+  }
+
+  #peakInflight(): void {
+    const n = this.running + this.waiting;
+    if (n > this.maxInflightSeen) this.maxInflightSeen = n;
   }
 
   #unlink(seq: Seq): void {

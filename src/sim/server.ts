@@ -3,12 +3,15 @@
  * requests run, the rest wait (forever by default, like vLLM), and past an optional bound it
  * answers 503/429 or refuses the connection. It is the upstream of the gateway's demo and of
  * every gateway test; `stats().maxRunningSeen` is how those tests prove a pod was never pushed
- * past its limit. node:http only, so the sim's own overhead stays small and visible.
+ * past its limit. With an OOM point (`oomAt`) the host goes away for a while when too many
+ * sequences run at once (seed 001). node:http only, so the sim's own overhead stays small and
+ * visible.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Job, type JobContext, sendJson } from "./job.js";
-import { renderMetrics } from "./metrics.js";
+import { type MachineMember, SimMachine } from "./machine.js";
+import { renderMetrics, renderSimMetrics } from "./metrics.js";
 import { errorBody, SIM_CREATED_S, type WorkKind } from "./openai.js";
 import { type ResolvedSimOptions, resolveSimOptions, type SimOptions, type SimProfile } from "./options.js";
 import { Mulberry32 } from "./random.js";
@@ -31,8 +34,24 @@ export interface SimStats {
   received: number;
   /** Work requests answered 200 in full. */
   completed: number;
-  /** Overflows: answered 503/429 or refused by destroying the socket. */
+  /** Highest `running + waiting`: what clients had in flight here at once. */
+  maxInflightSeen: number;
+  /** Overflows: answered 503/429 or refused by destroying the socket (the sum of the next three). */
   refused: number;
+  /** Overflows refused at the connection: the socket destroyed before any response byte, body unread. */
+  refusedConnections: number;
+  /** Overflows answered 429 (a provider's throttle). */
+  throttled: number;
+  /** Overflows answered 503. */
+  overloaded: number;
+  /** OOMs of this sim's machine since it started (shared sims report the same machine's count). */
+  oomEvents: number;
+  /** Work requests cut because the host went down under them (an OOM). */
+  cutByOom: number;
+  /** True while the host is down after an OOM (connections refused). */
+  down: boolean;
+  /** ∫ running dt in slot-milliseconds since start or `resetStats()`: utilization = Δ ÷ (maxNumSeqs × Δt). */
+  busySlotMs: number;
   /** Work requests whose client went away (or that `close()` cut) before their answer ended. */
   aborted: number;
   /** Work requests answered 400. */
@@ -58,6 +77,10 @@ export interface SimServer {
   close(): Promise<void>;
   /** A copy of the counters. */
   stats(): SimStats;
+  /** What it saw, in one line for people: peaks, refusals by kind, throttles, OOM events. */
+  report(): string;
+  /** The machine whose memory it counts against (its own unless `options.machine` was given). */
+  readonly machine: SimMachine;
   /** Zeroes the counters and restarts the peaks from the current counts; options stay. */
   resetStats(): void;
   /**
@@ -81,9 +104,12 @@ const WORK_ROUTES: Record<string, WorkKind | undefined> = {
   "/v1/embeddings": "embedding",
 };
 
-class Sim implements SimServer, JobContext {
+class Sim implements SimServer, JobContext, MachineMember {
   options: ResolvedSimOptions;
   readonly scheduler: SeqScheduler;
+  readonly machine: SimMachine;
+  /** Whether the machine was made for this sim alone (then `setProfile` may change its OOM point). */
+  readonly #ownMachine: boolean;
   url = "";
   port = 0;
   readonly #server: Server;
@@ -91,13 +117,20 @@ class Sim implements SimServer, JobContext {
   #closing: Promise<void> | null = null;
   #received = 0;
   #completed = 0;
-  #refused = 0;
+  #refusedConnections = 0;
+  #throttled = 0;
+  #overloaded = 0;
+  #cutByOom = 0;
+  #busyBaseMs = 0;
+  /** Set while the host is down: the close of the listener, awaited before listening again. */
+  #downClosed: Promise<void> | null = null;
   #aborted = 0;
   #badRequests = 0;
   #bodyBytes = 0;
   #auth: string[] = [];
   // Metric counters are monotonic, as Prometheus expects: resetStats leaves them alone.
   readonly #success: Record<string, number> = { stop: 0, length: 0 };
+  readonly #refusals = { connection: 0, "429": 0, "503": 0 };
   #promptTokens = 0;
   #generationTokens = 0;
   // One closure for the life of the server, not one per request.
@@ -106,7 +139,16 @@ class Sim implements SimServer, JobContext {
 
   constructor(options: ResolvedSimOptions) {
     this.options = options;
-    this.scheduler = new SeqScheduler(options.maxNumSeqs);
+    this.#ownMachine = options.machine === undefined;
+    this.machine =
+      options.machine ??
+      new SimMachine({ oomAt: options.oomAt, downMs: options.oomDownMs * options.timeScale });
+    this.machine.join(this);
+    const machine = this.machine;
+    this.scheduler = new SeqScheduler(options.maxNumSeqs, {
+      started: () => machine.take(),
+      stopped: () => machine.give(),
+    });
     this.#rng = new Mulberry32(options.seed);
     this.#server = createServer((req, res) => this.#onRequest(req, res));
   }
@@ -126,6 +168,8 @@ class Sim implements SimServer, JobContext {
 
   close(): Promise<void> {
     this.#closing ??= new Promise((resolve) => {
+      this.machine.leave(this);
+      // While down the listener is already closed: close() then calls back with an error, and resolves all the same.
       this.#server.close(() => resolve());
       // Waiting and running requests would keep close() pending forever; cut them (their
       // 'close' handlers free their slots and clear their timers).
@@ -141,9 +185,17 @@ class Sim implements SimServer, JobContext {
       waiting: s.waiting,
       maxRunningSeen: s.maxRunningSeen,
       maxWaitingSeen: s.maxWaitingSeen,
+      maxInflightSeen: s.maxInflightSeen,
       received: this.#received,
       completed: this.#completed,
-      refused: this.#refused,
+      refused: this.#refusedConnections + this.#throttled + this.#overloaded,
+      refusedConnections: this.#refusedConnections,
+      throttled: this.#throttled,
+      overloaded: this.#overloaded,
+      oomEvents: this.machine.oomEvents,
+      cutByOom: this.#cutByOom,
+      down: this.#downClosed !== null,
+      busySlotMs: s.busySlotMs() - this.#busyBaseMs,
       aborted: this.#aborted,
       badRequests: this.#badRequests,
       bodyBytesReceived: this.#bodyBytes,
@@ -153,9 +205,13 @@ class Sim implements SimServer, JobContext {
 
   resetStats(): void {
     this.scheduler.resetPeaks();
+    this.#busyBaseMs = this.scheduler.busySlotMs();
     this.#received =
       this.#completed =
-      this.#refused =
+      this.#refusedConnections =
+      this.#throttled =
+      this.#overloaded =
+      this.#cutByOom =
       this.#aborted =
       this.#badRequests =
       this.#bodyBytes =
@@ -168,6 +224,10 @@ class Sim implements SimServer, JobContext {
     const next = { ...resolveSimOptions(patch, this.options), port, host, listenBacklog };
     if (patch.seed !== undefined) this.#rng = new Mulberry32(next.seed);
     this.options = next;
+    if (this.#ownMachine) {
+      this.machine.oomAt = next.oomAt;
+      this.machine.downMs = next.oomDownMs * next.timeScale;
+    }
     this.scheduler.maxNumSeqs = next.maxNumSeqs;
     this.scheduler.pump();
   }
@@ -176,7 +236,44 @@ class Sim implements SimServer, JobContext {
     const o = this.options;
     // serviceMs 0 draws nothing, so a benchmark run is not slowed by the generator either.
     const base = o.serviceMs === 0 ? 0 : o.serviceMs * this.#rng.lognormalFactor(o.jitterSigma);
-    return base + o.msPerOutputToken * outputTokens;
+    return (base + o.msPerOutputToken * outputTokens) * o.timeScale;
+  }
+
+  report(): string {
+    const s = this.stats();
+    const m = this.machine;
+    return (
+      `sim ${this.options.model} ${this.url} saw: max concurrency ${s.maxInflightSeen} ` +
+      `(max running ${s.maxRunningSeen} of ${this.options.maxNumSeqs}), ${s.completed} completed, ` +
+      `refusals ${s.refused} (connections ${s.refusedConnections}, 503 ${s.overloaded}), ` +
+      `throttles (429) ${s.throttled}, OOM events ${m.oomEvents}` +
+      (Number.isFinite(m.oomAt) ? ` (oom_at ${m.oomAt}, ${s.cutByOom} requests cut)` : "")
+    );
+  }
+
+  /** The host went down (an OOM on its machine): refuse connections, cut every request held. */
+  goDown(): void {
+    if (this.#closing !== null || this.#downClosed !== null) return;
+    this.#downClosed = new Promise((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections();
+  }
+
+  /** The host is back: listen again on the same port once the old listener has closed. */
+  comeUp(): void {
+    const closed = this.#downClosed;
+    if (closed === null) return;
+    void closed.then(() => this.#relisten());
+  }
+
+  #relisten(): void {
+    if (this.#closing !== null) return;
+    const { host, listenBacklog } = this.options;
+    const retry = () => setTimeout(() => this.#relisten(), 50);
+    this.#server.once("error", retry);
+    this.#server.listen({ port: this.port, host, backlog: listenBacklog }, () => {
+      this.#server.off("error", retry);
+      this.#downClosed = null;
+    });
   }
 
   onBodyBytes(n: number): void {
@@ -192,6 +289,7 @@ class Sim implements SimServer, JobContext {
 
   onAborted(): void {
     this.#aborted++;
+    if (this.#downClosed !== null) this.#cutByOom++;
   }
 
   onBadRequest(): void {
@@ -224,11 +322,13 @@ class Sim implements SimServer, JobContext {
   }
 
   #overflow(req: IncomingMessage, res: ServerResponse): void {
-    this.#refused++;
     const o = this.options;
     if (o.overflow === "refuse") {
       // Before any response byte and without reading the body: what a client sees when a pod's
-      // listen backlog is full or its process refuses connections.
+      // listen backlog is full or its process refuses connections (with the upload still unread,
+      // the kernel answers the close with a reset).
+      this.#refusedConnections++;
+      this.#refusals.connection++;
       req.socket.destroy();
       return;
     }
@@ -237,8 +337,12 @@ class Sim implements SimServer, JobContext {
       `server overloaded: ${s.running} running (max_num_seqs ${o.maxNumSeqs}), ` +
       `${s.waiting} waiting (max_waiting ${o.maxWaiting})`;
     if (o.overflow === "429") {
+      this.#throttled++;
+      this.#refusals["429"]++;
       sendJson(res, 429, errorBody(message, "requests", "rate_limit_exceeded"), { "retry-after": "1" });
     } else {
+      this.#overloaded++;
+      this.#refusals["503"]++;
       sendJson(res, 503, errorBody(message, "server_error", "overloaded"));
     }
   }
@@ -268,8 +372,16 @@ class Sim implements SimServer, JobContext {
         promptTokens: this.#promptTokens,
         generationTokens: this.#generationTokens,
       });
+      const sim = renderSimMetrics({
+        model: o.model,
+        maxRunning: this.scheduler.maxRunningSeen,
+        maxInflight: this.scheduler.maxInflightSeen,
+        refusals: this.#refusals,
+        oomEvents: this.machine.oomEvents,
+        busySlotSeconds: this.scheduler.busySlotMs() / 1000,
+      });
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-      res.end(text);
+      res.end(text + sim);
     } else {
       const model = {
         id: o.model,
