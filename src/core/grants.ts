@@ -161,4 +161,42 @@ export class Grants {
     this.store.give(path, t.tokens, nowMs, path.podStart);
     t.path = t.laneRef.lanePath;
   }
+
+  /**
+   * A fleet store refused to confirm `t`'s grant (another replica holds the room): take back what
+   * was taken locally and put `t` back in line at its place (its arrival time is unchanged). Its
+   * key slot and a half-open probe it was given go back too.
+   */
+  requeue(t: Ticket, nowMs: number): void {
+    if (t.state !== "granted" || t.path === null) return;
+    this.dropPod(t, nowMs);
+    const path = t.path!;
+    t.path = null;
+    this.rollback(path, t.tokens, nowMs, 0);
+    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
+    this.push(t.laneRef, t, nowMs);
+  }
+
+  /**
+   * A fleet store refused the pod part of a re-dispatch: take the pod part back locally; `t` keeps
+   * its lane's part (already confirmed) and no pod attempt.
+   */
+  dropPod(t: Ticket, nowMs: number): void {
+    const path = t.path;
+    const d = t.dispatch;
+    if (path === null || path.pod === null) return;
+    if (d !== null && d.pod !== null) {
+      if (d.probe) d.pod.breaker.onProbeAbandoned();
+      d.probe = false;
+      d.pod = null;
+    }
+    this.rollback(path, t.tokens, nowMs, path.podStart);
+    t.path = t.laneRef.lanePath;
+  }
+
+  /** Gives back locally what a take took and the fleet never confirmed. */
+  protected rollback(path: Path, cost: number, nowMs: number, from: number): void {
+    if (this.store.rollback !== undefined) this.store.rollback(path, cost, nowMs, from);
+    else this.store.give(path, cost, nowMs, from);
+  }
 }

@@ -32,6 +32,7 @@ import { route } from "./route.js";
 import { Signal } from "./signal.js";
 import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
 import { WakeTimer } from "./timer.js";
+import { Waiters } from "./waiters.js";
 
 const grantChannel = channel("sluice:lease:grant");
 const releaseChannel = channel("sluice:lease:release");
@@ -58,6 +59,7 @@ export class Governor {
   readonly #registry: Registry;
   readonly #replica = `${hostname()}:${process.pid}`;
   readonly #timer: WakeTimer;
+  readonly #waiters: Waiters;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
   /** Who waits for the last admitted request to leave. */
@@ -82,12 +84,19 @@ export class Governor {
     this.#store = resolved.store ?? new MemoryStore();
     this.#scheduler = new Scheduler(
       {
-        granted: (t) => this.#settleWaiter(t, undefined),
-        rejected: (t, error) => this.#settleWaiter(t, error),
+        granted: (t) => this.#waiters.granted(t),
+        rejected: (t, error) => this.#waiters.settle(t, error),
       },
       this.#store,
     );
     this.#timer = new WakeTimer(this.#clock, this.#scheduler);
+    this.#waiters = new Waiters(this.#clock, this.#scheduler, this.#timer, this.#store);
+    // A fleet store hears when other processes free room: look at the waiters again.
+    this.#store.onChange?.(() => {
+      const now = this.#clock.now();
+      this.#scheduler.tick(now);
+      this.#timer.arm(now);
+    });
     this.onGrant = this.#scheduler.onGrant.event;
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
@@ -136,16 +145,16 @@ export class Governor {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (admitted === "granted") {
+    if (admitted === "granted" && !this.#waiters.confirming) {
       if (grantChannel.hasSubscribers) grantChannel.publish(t);
       return Promise.resolve(t);
     }
     const promise = new Promise<Lease>(captureResolve);
     t.resolve = captured;
     captured = null;
-    if (signal !== undefined) {
-      this.#listenForAbort(t, signal);
-    }
+    if (signal !== undefined) this.#waiters.listenForAbort(t, signal);
+    // A fleet store confirms even a grant made on arrival before the caller gets its lease.
+    if (admitted === "granted") this.#waiters.granted(t);
     this.#timer.arm(now);
     return promise;
   }
@@ -232,7 +241,8 @@ export class Governor {
     const pass = this.#registry.passThrough.get(lane);
     if (pass !== undefined) return pass;
     const laneState = this.#registry.lanes.get(lane);
-    if (laneState === undefined || this.#closed) return undefined;
+    // With a fleet store every grant waits for the fleet's answer: no lease is ever immediate.
+    if (laneState === undefined || this.#closed || this.#waiters.confirming) return undefined;
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
     const tokens = tokenEstimate(options.tokens);
     if (tokens instanceof Error) throw tokens;
@@ -317,8 +327,8 @@ export class Governor {
   /** Where this governor's leases report their endings; kept off the public surface. */
   readonly #owner: TicketOwner = {
     end: (t, failure, outcomeKnown) => this.#end(t, failure, outcomeKnown),
-    abandon: (t) => this.#abandon(t),
-    retry: (t, failure) => this.#retry(t, failure),
+    abandon: (t) => this.#waiters.abandon(t),
+    retry: (t, failure) => this.#waiters.retry(t, failure),
   };
 
   /** A lease ended. */
@@ -331,65 +341,6 @@ export class Governor {
     if (granted) this.#registry.admission?.hold.record(now - t.grantedAt);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
     this.#timer.arm(now);
-  }
-
-  /** The caller released a re-dispatch that was waiting for a pod. */
-  #abandon(t: Ticket): void {
-    if (!this.#scheduler.cancel(t, this.#clock.now())) return;
-    this.#settleWaiter(
-      t,
-      new Error(`lease on lane ${t.lane} was released while its re-dispatch waited for a pod`),
-    );
-    this.#timer.arm();
-  }
-
-  /** Re-dispatch after a refusal before the pod started the call. */
-  #retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
-    const outcome = classifyOutcome(failure ?? { refused: true });
-    // One reading of the clock for the re-dispatch and the re-arm: a cooldown or pause it starts
-    // that ends between two readings would be seen by neither (issue 14).
-    const now = this.#clock.now();
-    const result = this.#scheduler.redispatch(t, outcome, now);
-    if (result !== "queued") {
-      this.#timer.arm(now);
-      return Promise.resolve(result === "dispatched");
-    }
-    const waiting = new Promise<boolean>((resolve) => {
-      t.resolve = (granted) => resolve(Promise.resolve(granted).then(() => true));
-    });
-    const signal = t.abort?.signal;
-    if (signal?.aborted) {
-      if (this.#scheduler.cancel(t, now)) this.#settleWaiter(t, signal.reason);
-    } else if (signal !== undefined) this.#listenForAbort(t, signal);
-    this.#timer.arm(now);
-    return waiting;
-  }
-
-  /** While `t` waits, an abort removes it and rejects with `signal.reason` (STYLE G9). */
-  #listenForAbort(t: Ticket, signal: AbortSignal): void {
-    const onAbort = () => {
-      if (this.#scheduler.cancel(t, this.#clock.now())) {
-        this.#settleWaiter(t, signal.reason);
-        this.#timer.arm();
-      }
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-    t.abort!.detach = () => signal.removeEventListener("abort", onAbort);
-  }
-
-  #settleWaiter(t: Ticket, error: unknown): void {
-    const hook = t.abort;
-    if (hook !== null) {
-      hook.detach?.();
-      hook.detach = null;
-    }
-    const resolve = t.resolve;
-    t.resolve = null;
-    if (error === undefined) {
-      // A ticket granted by its own admit pass has no resolver yet; acquire() publishes it.
-      if (resolve !== null && grantChannel.hasSubscribers) grantChannel.publish(t);
-      resolve?.(t);
-    } else resolve?.(Promise.reject(error));
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {

@@ -55,11 +55,15 @@ export class FleetMirror {
     return keys;
   }
 
-  /** What the other replicas hold on each budget, as a script just read it. */
-  setOthers(budgets: readonly Shared[], counts: readonly number[]): void {
+  /** What the other replicas hold on each budget, as a script just read it; true when room grew. */
+  setOthers(budgets: readonly Shared[], counts: readonly number[]): boolean {
+    let freed = false;
     budgets.forEach((b, i) => {
-      b.others = Math.max(0, Number(counts[i] ?? 0));
+      const others = Math.max(0, Number(counts[i] ?? 0));
+      if (others < b.others) freed = true;
+      b.others = others;
     });
+    return freed;
   }
 
   /** This replica's confirmed grants (+1) or releases (−1) on `keys`. */

@@ -162,7 +162,7 @@ export class RedisStore implements Store {
   }
 
   take(path: Path, rank: Rank, cost: number, nowMs: number, from = 0): boolean {
-    if (this.#mode === "closed") return false;
+    // Local only: `confirm` asks the fleet (and, while Redis is down under `closed`, refuses).
     return this.#local.take(path, rank, cost, nowMs, from);
   }
 
@@ -226,8 +226,10 @@ export class RedisStore implements Store {
       const wasDown = this.#mode !== "connected";
       this.#ok();
       this.#registered = true;
-      this.#mirror.setOthers(budgets, reply.slice(2));
-      if (wasDown || reply[0] === 1) this.#changes.emit();
+      // The polling fallback: room freed by a release whose message was lost, or by a replica
+      // whose lease expired, is seen here at the latest.
+      const freed = this.#mirror.setOthers(budgets, reply.slice(2));
+      if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch (error) {
       this.#failed(error);
     }

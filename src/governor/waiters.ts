@@ -1,0 +1,149 @@
+/**
+ * The promises of calls that wait: settling them when the scheduler grants or refuses, aborts
+ * while they wait, re-dispatch, and — with a fleet store — confirming a grant with the fleet
+ * before the caller gets its lease.
+ *
+ * With a fleet store the scheduler's pass still grants synchronously against this process's
+ * mirror of the fleet; `settle` then asks the store to confirm. A refusal puts the waiter back in
+ * line at its place (the store's mirror now knows the room is taken, so the next pass skips it
+ * until a release somewhere frees it); a store that is down with the `closed` policy refuses the
+ * call with its `StoreUnavailableError`.
+ */
+import { channel } from "node:diagnostics_channel";
+import type { Clock } from "../core/clock.js";
+import type { Lease, Ticket } from "../core/lease.js";
+import { classifyOutcome, type FailureInput } from "../core/outcome.js";
+import type { Scheduler } from "../core/scheduler.js";
+import type { Store } from "../store/store.js";
+import type { WakeTimer } from "./timer.js";
+
+const grantChannel = channel("sluice:lease:grant");
+
+export class Waiters {
+  constructor(
+    readonly clock: Clock,
+    readonly scheduler: Scheduler,
+    readonly timer: WakeTimer,
+    readonly store: Store,
+  ) {}
+
+  /** Whether every grant waits for the fleet to confirm it. */
+  get confirming(): boolean {
+    return this.store.confirm !== undefined;
+  }
+
+  /** The scheduler granted `t`: with a fleet store confirm first, then hand the caller its lease. */
+  granted(t: Ticket): void {
+    if (this.store.confirm === undefined) this.settle(t, undefined);
+    else this.#confirm(t);
+  }
+
+  /** Settles the caller's promise: the lease, or the refusal. */
+  settle(t: Ticket, error: unknown): void {
+    const hook = t.abort;
+    if (hook !== null) {
+      hook.detach?.();
+      hook.detach = null;
+    }
+    const resolve = t.resolve;
+    t.resolve = null;
+    if (error === undefined) {
+      // A ticket granted by its own admit pass has no resolver yet; acquire() publishes it.
+      if (resolve !== null && grantChannel.hasSubscribers) grantChannel.publish(t);
+      resolve?.(t);
+    } else resolve?.(Promise.reject(error));
+  }
+
+  /** While `t` waits, an abort removes it and rejects with `signal.reason` (STYLE G9). */
+  listenForAbort(t: Ticket, signal: AbortSignal): void {
+    const onAbort = () => {
+      if (this.scheduler.cancel(t, this.clock.now())) {
+        this.settle(t, signal.reason);
+        this.timer.arm();
+      }
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    t.abort!.detach = () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /** The caller released a re-dispatch that was waiting for a pod. */
+  abandon(t: Ticket): void {
+    if (!this.scheduler.cancel(t, this.clock.now())) return;
+    this.settle(t, new Error(`lease on lane ${t.lane} was released while its re-dispatch waited for a pod`));
+    this.timer.arm();
+  }
+
+  /** Re-dispatch after a refusal before the pod started the call. */
+  retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
+    const outcome = classifyOutcome(failure ?? { refused: true });
+    // One reading of the clock for the re-dispatch and the re-arm: a cooldown or pause it starts
+    // that ends between two readings would be seen by neither (issue 14).
+    const now = this.clock.now();
+    const result = this.scheduler.redispatch(t, outcome, now);
+    if (result === "dispatched" && this.store.confirm !== undefined) return this.#confirmPod(t);
+    if (result !== "queued") {
+      this.timer.arm(now);
+      return Promise.resolve(result === "dispatched");
+    }
+    const waiting = new Promise<boolean>((resolve) => {
+      t.resolve = (granted) => resolve(Promise.resolve(granted).then(() => true));
+    });
+    const signal = t.abort?.signal;
+    if (signal?.aborted) {
+      if (this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
+    } else if (signal !== undefined) this.listenForAbort(t, signal);
+    this.timer.arm(now);
+    return waiting;
+  }
+
+  #confirm(t: Ticket): void {
+    const path = t.path!;
+    this.store.confirm!(path, t.rank).then(
+      (ok) => {
+        const now = this.clock.now();
+        if (t.state !== "granted" || t.path !== path) return;
+        if (!ok) {
+          this.scheduler.requeue(t, now);
+          this.timer.arm(now);
+          return;
+        }
+        const signal = t.abort?.signal;
+        if (signal?.aborted) {
+          this.scheduler.end(t, null, now); // confirmed, then given straight back
+          this.timer.arm(now);
+          this.settle(t, signal.reason);
+          return;
+        }
+        this.settle(t, undefined);
+      },
+      (error: unknown) => {
+        const now = this.clock.now();
+        this.scheduler.requeue(t, now);
+        this.scheduler.cancel(t, now);
+        this.timer.arm(now);
+        this.settle(t, error);
+      },
+    );
+  }
+
+  /** A re-dispatch took another pod locally: confirm the pod's part with the fleet. */
+  async #confirmPod(t: Ticket): Promise<boolean> {
+    const path = t.path!;
+    let ok: boolean;
+    try {
+      ok = await this.store.confirm!(path, t.rank, path.podStart);
+    } catch {
+      ok = false;
+    }
+    const now = this.clock.now();
+    if (ok || t.state !== "granted") return ok && t.state === "granted";
+    // The fleet has no room on that pod: the call ends here, its lane slot given back.
+    this.scheduler.dropPod(t, now);
+    this.scheduler.end(t, null, now);
+    this.timer.arm(now);
+    return false;
+  }
+}
+
+/** Narrow type for the resolver a waiting acquire stores on its ticket. */
+export type LeaseResolver = (value: Lease | PromiseLike<Lease>) => void;
