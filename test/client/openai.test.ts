@@ -1,0 +1,68 @@
+/**
+ * `createSluiceFetch` as the official OpenAI SDK's `fetch` (issue 12): an app that floods a
+ * 4 + 4 gateway through the SDK sees every answer and no 429, with the SDK's own retries off so
+ * nothing else could have hidden one; a streamed completion goes through the held body whole.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import OpenAI from "openai";
+import { createSluiceFetch } from "../../src/client/index.js";
+import { simText } from "../../src/sim/openai.js";
+import { assertNothingLeft, model, type Stack, SUITE, startStack } from "../gateway/helpers.js";
+import { recordArrivals } from "./helpers.js";
+
+const TOKENS = 6;
+
+describe("the OpenAI SDK with createSluiceFetch", SUITE, () => {
+  let stack: Stack;
+  let client: OpenAI;
+
+  before(async () => {
+    stack = await startStack({
+      sims: [{ maxNumSeqs: 4, serviceMs: 40, tokensPerSecond: 2000, defaultOutputTokens: TOKENS }],
+      config: ([pod]) => ({ models: [model("m", [pod!], { queue_limit: 4, queue_timeout_s: 30 }, 4)] }),
+    });
+    client = new OpenAI({
+      baseURL: `${stack.url}/v1`,
+      apiKey: "x",
+      // The SDK's own retries are off: a 429 that got past the client would fail the call.
+      maxRetries: 0,
+      fetch: createSluiceFetch({ baseUrl: stack.url, priority: "bulk" }),
+    });
+  });
+  after(() => stack.close());
+
+  test("30 concurrent completions into 4 + 4 all succeed; the gateway's refusals never reach the SDK", async () => {
+    const recorder = recordArrivals(stack);
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        client.chat.completions
+          .create({ model: "m", messages: [{ role: "user", content: `q${i}` }] })
+          .withResponse(),
+      ),
+    );
+    recorder.stop();
+    answers.forEach(({ data, response }, i) => {
+      assert.equal(data.choices[0]!.message.content, simText("m", `q${i}`, TOKENS));
+      assert.equal(response.headers.get("x-sluice-priority"), "bulk");
+    });
+    assert.ok(
+      recorder.arrivals.some((a) => a.status === 429),
+      "the gateway refused some: the client absorbed them",
+    );
+    assert.equal(recorder.arrivals.filter((a) => a.status === 200).length, 30);
+    await assertNothingLeft(stack);
+  });
+
+  test("a streamed completion arrives whole", async () => {
+    const stream = await client.chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "stream" }],
+      stream: true,
+    });
+    let text = "";
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+    assert.equal(text, simText("m", "stream", TOKENS));
+    await assertNothingLeft(stack);
+  });
+});
