@@ -170,6 +170,9 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     maxQuotaPauseMs: m.max_quota_pause_s,
     upstreamTimeoutMs: m.upstream_timeout_s,
     streamIdleTimeoutMs: m.stream_idle_timeout_s,
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
+    defaultMaxTokens: m.default_max_tokens,
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
     mode: m.mode ?? raw.admission.mode,
@@ -223,7 +226,29 @@ function accountsOf(c: Checker, raw: RawConfig, names: Map<string, number>): Rec
       if (other !== undefined) c.error(at, `a model not already in ${formatPath(["accounts", other])}`, name);
       else accountOf.set(name, account);
     });
-    out[account] = { maxInflight: a.max_inflight, models: [...a.models] };
+    if (a.max_inflight === undefined && a.tpm === undefined && a.rpm === undefined) {
+      c.error(
+        ["accounts", account],
+        "at least one of max_inflight, tpm, rpm",
+        a,
+        "an account with none bounds nothing",
+      );
+    }
+    if (a.adaptive !== false && a.adaptive.written && a.max_inflight === undefined) {
+      c.error(
+        ["accounts", account, "adaptive"],
+        "false, or max_inflight set (adaptive cuts and grows the in-flight cap)",
+        a.adaptive.floor,
+      );
+    }
+    out[account] = {
+      ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
+      ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
+      ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
+      adaptive: a.adaptive === false || a.max_inflight === undefined ? false : { floor: a.adaptive.floor },
+      maxQuotaPauseMs: a.max_quota_pause_s,
+      models: [...a.models],
+    };
   }
   return out;
 }

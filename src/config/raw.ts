@@ -32,12 +32,6 @@ import {
 
 const G = DEFAULTS.gateway;
 
-// Why each not-built key is refused, and what bounds the same thing today.
-const TOKEN_BUDGET = "the token budget (tpm)";
-const REQUEST_BUDGET = "the request budget (rpm)";
-const MEANWHILE_MODEL = "remove it; max_concurrent_requests bounds this model's calls in flight meanwhile";
-const MEANWHILE_ACCOUNT = "remove it; max_inflight bounds the account's calls in flight meanwhile";
-
 /** Admission and per-model enforcement: `shadow` counts and logs what would be refused, refuses nothing. */
 export const MODES = ["enforce", "shadow"] as const;
 /** pino levels. */
@@ -161,8 +155,9 @@ const model = section(
     max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     upstream_timeout_s: withDefault(duration(), G.upstreamTimeoutMs),
     stream_idle_timeout_s: withDefault(duration(), G.streamIdleTimeoutMs),
-    tpm: notBuilt(TOKEN_BUDGET, MEANWHILE_MODEL),
-    rpm: notBuilt(REQUEST_BUDGET, MEANWHILE_MODEL),
+    tpm: optional(int(1)),
+    rpm: optional(int(1)),
+    default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     fallback: optional(name("a model name")),
     upstream_api_key_env: optional(envVarName),
     mode: optional(oneOf(...MODES)),
@@ -181,16 +176,34 @@ const route = section(
 
 const gpuGroup = section({ max_inflight: required(int(1)) }, "a GPU group: { max_inflight }");
 
-// max_inflight is required: with the token and request budgets not built, an account without it
-// would bound nothing.
+const accountAdaptiveOn = section(
+  { floor: withDefault(int(1), DEFAULTS.adaptive.floor) },
+  "false or a mapping with floor",
+);
+
+// As a model's `adaptive`: `false` off; `true`, `{}` or absent on with defaults (normalize turns it
+// off for an account without max_inflight, the cap it adapts).
+const accountAdaptive = z.unknown().transform((v, ctx) => {
+  if (v === false) return false as const;
+  const parsed = accountAdaptiveOn.safeParse(v === true || v === undefined || v === null ? {} : v, {
+    reportInput: true,
+  });
+  if (parsed.success) return { ...parsed.data, written: v !== undefined && v !== null };
+  ctx.issues.push(...(parsed.error.issues as z.core.$ZodRawIssue[]));
+  return z.NEVER;
+});
+
+// At least one of max_inflight, tpm, rpm (normalize checks it): an account with none bounds nothing.
 const account = section(
   {
-    max_inflight: required(int(1)),
-    tpm: notBuilt(TOKEN_BUDGET, MEANWHILE_ACCOUNT),
-    rpm: notBuilt(REQUEST_BUDGET, MEANWHILE_ACCOUNT),
+    max_inflight: optional(int(1)),
+    tpm: optional(int(1)),
+    rpm: optional(int(1)),
+    adaptive: accountAdaptive,
+    max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     models: list(required(name("a model name")), "a list of model names", 1),
   },
-  "an account: { max_inflight, models }",
+  "an account: { max_inflight, tpm, rpm, adaptive, max_quota_pause_s, models }",
 );
 
 const log = section({ level: withDefault(oneOf(...LOG_LEVELS), G.logLevel) }, "a mapping with level");
@@ -211,7 +224,7 @@ export const RawConfigSchema = section(
     models: list(model, "a list of at least one model { name, pods, … }", 1),
     routes: optionalList(route, "a list of routes { match, model }"),
     gpu_groups: mapping(gpuGroup, "a mapping of GPU group name → { max_inflight }"),
-    accounts: mapping(account, "a mapping of account name → { max_inflight, models }"),
+    accounts: mapping(account, "a mapping of account name → { max_inflight, tpm, rpm, models }"),
     log: optionalSection(log),
   },
   "a mapping with listen, store, fleet, admission, auth, admin, models, routes, gpu_groups, accounts, log",

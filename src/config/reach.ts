@@ -75,7 +75,7 @@ export function warnUnreachable(c: Checker, raw: RawConfig, config: Config): voi
       C,
       models.reduce((sum, m) => sum + Math.min(laneLimit(m), podTotal(m)), 0),
     );
-    if (account.maxInflight >= most) {
+    if (account.maxInflight !== undefined && account.maxInflight >= most) {
       warn(
         ["accounts", name, "max_inflight"],
         `${account.maxInflight} never binds: its models (${models.map((m) => m.name).join(", ")}) run at most ${most} calls at once (their limits and pods, and admission.max_concurrency ${C})`,

@@ -44,32 +44,6 @@ describe("keys of features not built yet", () => {
       message:
         /^fleet: fleet mode \(budgets shared by replicas through a Redis store\) is not built yet; remove the fleet section$/,
     },
-    {
-      key: "a model's tpm",
-      input: config({}, { tpm: 400_000 }),
-      path: "models[0].tpm",
-      message:
-        /^models\[0\]\.tpm: the token budget \(tpm\) is not built yet; remove it; max_concurrent_requests bounds/,
-    },
-    {
-      key: "a model's rpm",
-      input: config({}, { rpm: 600 }),
-      path: "models[0].rpm",
-      message: /^models\[0\]\.rpm: the request budget \(rpm\) is not built yet/,
-    },
-    {
-      key: "an account's tpm",
-      input: config({ accounts: { prod: { max_inflight: 8, tpm: 2_000_000, models: ["m"] } } }),
-      path: "accounts.prod.tpm",
-      message:
-        /^accounts\.prod\.tpm: the token budget \(tpm\) is not built yet; remove it; max_inflight bounds the account/,
-    },
-    {
-      key: "an account's rpm",
-      input: config({ accounts: { prod: { max_inflight: 8, rpm: 5000, models: ["m"] } } }),
-      path: "accounts.prod.rpm",
-      message: /^accounts\.prod\.rpm: the request budget \(rpm\) is not built yet/,
-    },
   ];
   for (const c of cases) {
     test(`refuses ${c.key}, naming ${c.path} and saying it is not built yet`, () => {
@@ -93,15 +67,15 @@ describe("keys of features not built yet", () => {
   });
 
   test("the loader gives the line of a not-built key", () => {
-    const text = "models:\n  - name: m\n    tpm: 1000\n    pods: [ { url: 'http://x:1' } ]\n";
+    const text = "models:\n  - name: m\n    pods: [ { url: 'http://x:1' } ]\nfleet:\n  lease_ttl_s: 10\n";
     assert.throws(
       () => loadConfigText(text, "sluice.yaml"),
-      (e: unknown) => e instanceof ConfigErrors && / \(at sluice\.yaml, line 3, column 10\)$/.test(e.message),
+      (e: unknown) => e instanceof ConfigErrors && / \(at sluice\.yaml, line 5, column 3\)$/.test(e.message),
     );
   });
 
   test("leaving the keys out, or writing them with no value, is fine", () => {
-    assert.doesNotThrow(() => parseConfig(config({ fleet: null }, { tpm: null, rpm: undefined })));
+    assert.doesNotThrow(() => parseConfig(config({ fleet: null })));
   });
 });
 
@@ -116,9 +90,10 @@ describe("keys that would change nothing", () => {
     assert.match(e.hint ?? "", /max_body_bytes .* and admission\.max_buffered_bytes/);
   });
 
-  test("an account without max_inflight is refused: it would bound nothing", () => {
+  test("an account without max_inflight, tpm or rpm is refused: it would bound nothing", () => {
     const e = refusal(config({ accounts: { prod: { models: ["m"] } } }));
-    assert.equal(e.path, "accounts.prod.max_inflight");
+    assert.equal(e.path, "accounts.prod");
+    assert.equal(e.expected, "at least one of max_inflight, tpm, rpm");
   });
 
   test("max_waiting or metrics_poll_s without any pod metrics_url is refused", () => {

@@ -53,6 +53,8 @@ describe("parseConfig", () => {
       maxQuotaPauseMs: 60_000,
       upstreamTimeoutMs: 60_000,
       streamIdleTimeoutMs: 30_000,
+      tpm: 400_000,
+      defaultMaxTokens: 4096,
       fallback: "qwen3-8b",
       upstreamApiKeyEnv: "QWEN_API_KEY",
       mode: "enforce",
@@ -72,7 +74,14 @@ describe("parseConfig", () => {
     assert.deepEqual(c.routes, [{ match: "/ocr/", model: "ocr-pods" }]);
     assert.deepEqual(c.gpuGroups, { gb10: { maxInflight: 40 } });
     assert.deepEqual(c.accounts, {
-      "openai-prod": { maxInflight: 80, models: ["gpt-x"] },
+      "openai-prod": {
+        maxInflight: 80,
+        tpm: 2_000_000,
+        rpm: 5000,
+        adaptive: { floor: 4 },
+        maxQuotaPauseMs: 60_000,
+        models: ["gpt-x"],
+      },
     });
     assert.deepEqual(c.log, { level: "info" });
     assert.deepEqual(c.admin, { keys: [] });
@@ -90,6 +99,7 @@ describe("parseConfig", () => {
         maxQuotaPauseMs: 60_000,
         upstreamTimeoutMs: 60_000,
         streamIdleTimeoutMs: 30_000,
+        defaultMaxTokens: 4096,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
         breaker: {

@@ -94,6 +94,12 @@ export interface ModelConfig {
   readonly upstreamTimeoutMs: number;
   /** The longest silence between two chunks of a pod's answer before the call is cut. */
   readonly streamIdleTimeoutMs: number;
+  /** Tokens per minute for this model (a token bucket); unset = none. */
+  readonly tpm?: number;
+  /** Requests per minute for this model; unset = none. */
+  readonly rpm?: number;
+  /** What a request without `max_tokens` / `max_completion_tokens` reserves for its answer. */
+  readonly defaultMaxTokens: number;
   /** Another model's name, used when every pod of this one is tripped or quota-paused. */
   readonly fallback?: string;
   /** Name of the environment variable holding the upstream key; never the key itself. */
@@ -142,9 +148,18 @@ export interface GpuGroupConfig {
   readonly maxInflight: number;
 }
 
-/** A provider account shared by several models: one in-flight bound across them. */
+/**
+ * A provider account shared by several models: one meter across them — calls in flight (under an
+ * adaptive cap), tokens and requests per minute, and one quota pause. At least one bound is set.
+ */
 export interface AccountConfig {
-  readonly maxInflight: number;
+  readonly maxInflight?: number;
+  readonly tpm?: number;
+  readonly rpm?: number;
+  /** AIMD on `maxInflight` (cut on throttling, grown on success); false without `maxInflight`. */
+  readonly adaptive: Readonly<AdaptiveSettings> | false;
+  /** Longest one quota signal (a 429 with a reset) pauses the whole account. */
+  readonly maxQuotaPauseMs: number;
   readonly models: readonly string[];
 }
 

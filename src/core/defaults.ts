@@ -70,6 +70,12 @@ export const DEFAULTS = {
     streamIdleTimeoutMs: 30_000,
     /** `admission.drain_timeout_s`: after SIGTERM, calls still running this long are cut. */
     drainTimeoutMs: 30_000,
+    /**
+     * A model's `default_max_tokens`: what a request that names no `max_tokens` /
+     * `max_completion_tokens` reserves for its answer on the token budgets (`tpm`), so leaving it
+     * out cannot dodge them.
+     */
+    defaultMaxTokens: 4096,
     /** A model's `max_concurrent_requests`, and a pod's `max_inflight`, when nothing says otherwise. */
     maxInflight: 32,
     /** A client key is capped at `default` unless the config lets it ask for `interactive`. */

@@ -69,7 +69,7 @@ export interface GovernorOptions {
   /** Configured lanes by name (e.g. `"https://gw/v1|smart"`). */
   lanes?: Record<string, LaneOptions>;
   /** Settings for lanes not configured, created on first use. **Default:** `{ limit: 0 }` (pass-through). */
-  defaults?: Omit<LaneOptions, "pods" | "fallback">;
+  defaults?: Omit<LaneOptions, "pods" | "fallback" | "account">;
   /** Shared budgets (GPU groups) that lanes and pods join by name. */
   groups?: Record<string, { limit: number }>;
   /** Keys (tenants): in flight + queued bound, and the highest class they may claim. */

@@ -3,8 +3,9 @@
  * validation: `parseConfig` has already checked every value the library validator would (a test,
  * test/config/governor-config.test.ts, runs the library validator on this output to keep it so).
  * Each model is a lane; `admission.max_concurrency` / `max_queued` are the Governor's admission
- * bound (on every lane's path); each account's `max_inflight` is a group every lane of the account
- * joins; bounded GPU groups are groups a lane or its pods join.
+ * bound (on every lane's path); each account is the Governor's account (in-flight cap, adaptive,
+ * `tpm`, `rpm`, quota pause) that every lane of the account joins; a model's `tpm` / `rpm` are its
+ * lane's own buckets; bounded GPU groups are groups a lane or its pods join.
  */
 import { laneLimit } from "../config/reach.js";
 import type { GatewayConfig, ModelConfig } from "../config/types.js";
@@ -12,6 +13,7 @@ import type { Clock } from "../core/clock.js";
 import {
   markResolved,
   passThroughLane,
+  type ResolvedAccount,
   type ResolvedKey,
   type ResolvedLane,
   type ResolvedOptions,
@@ -19,16 +21,21 @@ import {
 
 /** The Governor's group for a bounded GPU group of the config. */
 const gpu = (name: string) => `gpu:${name}`;
-/** The Governor's group for an account of the config. */
-const account = (name: string) => `account:${name}`;
 
 export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedOptions {
   const groups: Record<string, { limit: number }> = {};
   for (const [name, g] of Object.entries(config.gpuGroups)) groups[gpu(name)] = { limit: g.maxInflight };
   const accountOf = new Map<string, string>();
+  const accounts: Record<string, ResolvedAccount> = {};
   for (const [name, a] of Object.entries(config.accounts)) {
-    groups[account(name)] = { limit: a.maxInflight };
-    for (const m of a.models) accountOf.set(m, account(name)); // at most one account per model (checked)
+    accounts[name] = {
+      maxInflight: a.maxInflight,
+      tpm: a.tpm,
+      rpm: a.rpm,
+      adaptive: a.adaptive,
+      maxQuotaPauseMs: a.maxQuotaPauseMs,
+    };
+    for (const m of a.models) accountOf.set(m, name); // at most one account per model (checked)
   }
   const lanes: Record<string, ResolvedLane> = {};
   for (const m of config.models) lanes[m.name] = lane(config, m, accountOf.get(m.name));
@@ -42,13 +49,14 @@ export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedO
     defaults: passThroughLane(),
     groups,
     keys,
+    accounts,
     // The gateway bound: in flight across every lane, and requests admitted before their body.
     admission: { maxInflight: config.admission.maxConcurrency, maxQueued: config.admission.maxQueued },
     ...(clock ? { clock } : {}),
   });
 }
 
-function lane(config: GatewayConfig, m: ModelConfig, accountGroup: string | undefined): ResolvedLane {
+function lane(config: GatewayConfig, m: ModelConfig, account: string | undefined): ResolvedLane {
   const bounded = (tag: string | undefined): tag is string =>
     tag !== undefined && Object.hasOwn(config.gpuGroups, tag);
   return {
@@ -58,10 +66,10 @@ function lane(config: GatewayConfig, m: ModelConfig, accountGroup: string | unde
     queueTimeoutMs: m.queueTimeoutMs,
     agingMs: config.admission.agingMs,
     fallback: m.fallback,
-    groups: [
-      ...(bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : []),
-      ...(accountGroup === undefined ? [] : [accountGroup]),
-    ],
+    groups: bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : [],
+    ...(account === undefined ? {} : { account }),
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
     pods: m.pods.map((p) => ({
       id: p.url,
       maxInflight: p.maxInflight,

@@ -34,6 +34,18 @@ function asLibraryOptions(o: ResolvedOptions): GovernorOptions {
     lanes: Object.fromEntries(Object.entries(o.lanes).map(([name, l]) => [name, lane(l)])),
     groups: structuredClone(o.groups),
     keys: structuredClone(o.keys),
+    accounts: Object.fromEntries(
+      Object.entries(o.accounts ?? {}).map(([name, a]) => [
+        name,
+        {
+          ...(a.maxInflight === undefined ? {} : { maxInflight: a.maxInflight }),
+          ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
+          ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
+          adaptive: a.adaptive === false ? false : { ...a.adaptive },
+          maxQuotaPauseMs: a.maxQuotaPauseMs,
+        },
+      ]),
+    ),
   };
 }
 
@@ -70,6 +82,7 @@ describe("governorOptions (config → resolved Governor options)", () => {
       assert.deepEqual(library.lanes, resolved.lanes);
       assert.deepEqual(library.groups, resolved.groups);
       assert.deepEqual(library.keys, resolved.keys);
+      assert.deepEqual(library.accounts, resolved.accounts);
     });
   }
 
@@ -82,7 +95,17 @@ describe("governorOptions (config → resolved Governor options)", () => {
     const a = o.lanes.a!;
     assert.equal(a.limit, 8, "max_concurrent_requests 0 = the pods' total");
     assert.equal(a.reserve, 0, "clamped against the written limit 0, as documented");
-    assert.deepEqual(a.groups, ["gpu:lane-gpu", "account:prod"], "the gateway bound is the admission option");
+    assert.deepEqual(a.groups, ["gpu:lane-gpu"], "the gateway bound is the admission option");
+    assert.equal(a.account, "prod");
+    assert.deepEqual(o.accounts, {
+      prod: {
+        maxInflight: 4,
+        tpm: undefined,
+        rpm: undefined,
+        adaptive: { floor: 4 },
+        maxQuotaPauseMs: 60_000,
+      },
+    });
     assert.deepEqual(a.pods, [
       { id: "http://a:1", maxInflight: 6, gpuGroup: "gpu:pod-gpu" },
       { id: "http://a:2", maxInflight: 2 },
