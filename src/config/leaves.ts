@@ -175,20 +175,20 @@ export const listen: Check<{ host: string; port: number }> = (v) => {
 export const notBuilt = (feature: string, instead: string) =>
   optional<undefined>(() => failNotBuilt(feature, instead));
 
-/** Where budgets live: only `memory` (one process) is built. */
-export type StoreConfig = { readonly kind: "memory" };
+/** Where budgets live: `memory` (one process) or a Redis URL (a fleet of processes). */
+export type StoreConfig = { readonly kind: "memory" } | { readonly kind: "redis"; readonly url: string };
 
-/** `memory`; a Redis URL is refused as not built yet (its password is not echoed). */
+/** `memory`, or `redis://…` / `rediss://…` (a password in the URL is never echoed in errors). */
 export const store: Check<StoreConfig> = (v) => {
   if (v === "memory") return { kind: "memory" };
-  if (typeof v === "string" && /^rediss?:\/\//.test(v)) {
-    return failNotBuilt(
-      "fleet mode (Redis store)",
-      "use store: memory; one gateway process then holds every budget",
-      withoutPassword(v),
-    );
-  }
-  return fail("memory");
+  if (typeof v === "string" && /^rediss?:\/\/[^\s]+$/.test(v) && URL.canParse(v))
+    return { kind: "redis", url: v };
+  throw new Bad(
+    "memory, or a Redis URL: redis://[:password@]host:port[/db] or rediss://…",
+    undefined,
+    undefined,
+    typeof v === "string" ? withoutPassword(v) : v,
+  );
 };
 
 function withoutPassword(url: string): string {

@@ -4,6 +4,7 @@
  * span keys (`checks.ts`) and the warnings about unreachable bounds (`reach.ts`). Every problem
  * names the key to fix.
  */
+
 import { DEFAULTS } from "../core/defaults.js";
 import { clampReserve, defaultQueueLimit } from "../core/options.js";
 import {
@@ -18,6 +19,7 @@ import {
   refersToModel,
   validName,
 } from "./checks.js";
+import { fleetConfig } from "./fleet.js";
 import { formatPath } from "./issues.js";
 import type { RawConfig, RawModel } from "./raw.js";
 import { warnUnreachable } from "./reach.js";
@@ -63,12 +65,14 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
   checkRoutes(c, raw.routes, names);
   const gpuGroups = groups(c, raw, models);
   const accounts = accountsOf(c, raw, names);
+  const fleet = fleetConfig(c, raw);
   if (c.issues.length > 0) return { ok: false, issues: c.issues };
 
   const maxConcurrency = a.max_concurrency ?? G.maxConcurrency;
   const config: GatewayConfig = {
     listen: { ...raw.listen },
     store: raw.store,
+    fleet,
     admission: {
       mode: a.mode,
       maxConcurrency,

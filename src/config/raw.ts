@@ -206,6 +206,16 @@ const account = section(
   "an account: { max_inflight, tpm, rpm, adaptive, max_quota_pause_s, models }",
 );
 
+const fleet = section(
+  {
+    lease_ttl_s: withDefault(duration(), DEFAULTS.fleet.leaseTtlMs),
+    on_store_error: withDefault(oneOf("local", "open", "closed"), DEFAULTS.fleet.onStoreError),
+    expected_replicas: withDefault(int(1), DEFAULTS.fleet.expectedReplicas),
+    prefix: withDefault(name("a key prefix"), DEFAULTS.fleet.prefix),
+  },
+  "fleet settings: { lease_ttl_s, on_store_error, expected_replicas, prefix }",
+);
+
 const log = section({ level: withDefault(oneOf(...LOG_LEVELS), G.logLevel) }, "a mapping with level");
 
 /** The whole file. */
@@ -213,11 +223,9 @@ export const RawConfigSchema = section(
   {
     listen: withDefault(listen, G.listen),
     store: withDefault(store, { kind: "memory" } as const),
-    // Leases, store outages and replica counts only mean something with a shared (Redis) store.
-    fleet: notBuilt(
-      "fleet mode (budgets shared by replicas through a Redis store)",
-      "remove the fleet section",
-    ),
+    // Leases, store outages and replica counts only mean something with a shared (Redis) store:
+    // normalize refuses the section with store: memory.
+    fleet: optionalSection(fleet),
     admission: optionalSection(admission),
     auth: optionalSection(auth),
     admin: optionalSection(admin),

@@ -17,10 +17,20 @@ export type AdmissionMode = (typeof MODES)[number];
 /** pino log level. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/** Fleet mode's settings, normalized (durations in ms). */
+export interface FleetConfig {
+  readonly leaseTtlMs: number;
+  readonly onStoreError: "local" | "open" | "closed";
+  readonly expectedReplicas: number;
+  readonly prefix: string;
+}
+
 /** A validated, normalized gateway config: camelCase, durations in ms, sizes in bytes, defaults applied. */
 export interface GatewayConfig {
   readonly listen: { readonly host: string; readonly port: number };
   readonly store: StoreConfig;
+  /** Fleet settings (used with a Redis store; refused with `memory` when written). */
+  readonly fleet: FleetConfig;
   readonly admission: AdmissionConfig;
   readonly auth: AuthConfig;
   readonly admin: { readonly keys: readonly AdminKeyConfig[] };

@@ -50,6 +50,17 @@ export const DEFAULTS = {
     /** Longest a quota signal pauses a pod: a `Retry-After: 99999999` must not park it for years. */
     maxPauseMs: 60_000,
   },
+  /** Fleet mode: several processes sharing every budget through a Redis store. */
+  fleet: {
+    /** How long a replica's calls count after its last heartbeat (it heartbeats every third of it). */
+    leaseTtlMs: 15_000,
+    /** While Redis is unreachable: `local` divides each limit by `expectedReplicas`; `open`; `closed`. */
+    onStoreError: "local",
+    /** Replicas the fleet runs, for `local`'s static division. */
+    expectedReplicas: 2,
+    /** Prefix (and Cluster hash tag) of every key. */
+    prefix: "sluice",
+  },
   /** A library key (`GovernorOptions.keys`): the highest class it may claim, uncapped by default. */
   key: { maxPriority: "interactive" },
   /** The gateway (`sluice serve`) and the config keys only it reads. */

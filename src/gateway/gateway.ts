@@ -3,6 +3,7 @@
  * node:http server and its timeouts, routing (model calls to the phases in `pipeline.ts`, the
  * rest to the admin routes), drain and close, and building the parts the phases share.
  */
+
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Logger, pino } from "pino";
@@ -12,6 +13,7 @@ import { ConfigError } from "../core/errors.js";
 import { Governor } from "../governor/governor.js";
 import { logBreakerChanges } from "../metrics/breaker-log.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
+import { RedisStore } from "../store/redis.js";
 import { Authenticator } from "./auth.js";
 import { BufferBudget } from "./buffer-budget.js";
 import { type GatewayParts, RequestContext } from "./context.js";
@@ -60,13 +62,18 @@ export class Gateway {
   /** Breaker transitions logged at warn (issue 8: a dead pod is never silent). */
   readonly #breakerLog: Disposable;
 
+  /** The Redis store in fleet mode, else null (the Governor's own memory store). */
+  readonly #store: RedisStore | null;
+
   constructor(options: GatewayOptions) {
     const config = options.config;
     this.#config = config;
     this.#clock = options.clock;
     this.#logFromConfig = options.logger === undefined;
     const log = options.logger ?? pino({ level: config.log.level });
-    const governor = new Governor(governorOptions(config, options.clock));
+    // Fleet mode: every budget shared with the other replicas through Redis (started by listen()).
+    this.#store = config.store.kind === "redis" ? fleetStore(config) : null;
+    const governor = new Governor(governorOptions(config, options.clock, this.#store ?? undefined));
     this.governor = governor;
     const models = this.#models;
     const shadows = this.#shadows;
@@ -116,6 +123,7 @@ export class Gateway {
 
   /** Starts listening; resolves with the bound URL. */
   async listen(port = this.#config.listen.port, host = this.#config.listen.host): Promise<string> {
+    await this.#store?.start();
     await new Promise<void>((resolve, reject) => {
       this.server.once("error", reject);
       this.server.listen(port, host, () => {
@@ -169,6 +177,7 @@ export class Gateway {
     setTimeout(() => this.server.closeAllConnections(), 1000).unref();
     await closed;
     await this.#upstreams.close();
+    await this.#store?.close();
   }
 
   /**
@@ -261,7 +270,7 @@ export class Gateway {
   reload(config: GatewayConfig): void {
     refuseRestartOnly(this.#config, config);
     // Validates before it changes anything, so it goes first: after it nothing here throws.
-    this.governor.reconfigure(governorOptions(config, this.#clock));
+    this.governor.reconfigure(governorOptions(config, this.#clock, this.#store ?? undefined));
     this.#config = config;
     const parts = this.#parts;
     parts.config = config;
@@ -318,4 +327,17 @@ function refuseRestartOnly(current: GatewayConfig, next: GatewayConfig): void {
       "store changes only with a restart; the config was not reloaded",
     );
   }
+}
+
+/** The fleet store a `store: redis://…` config asks for. */
+function fleetStore(config: GatewayConfig): RedisStore {
+  const { url } = config.store as { url: string };
+  const f = config.fleet;
+  return new RedisStore({
+    url,
+    prefix: f.prefix,
+    leaseTtlMs: f.leaseTtlMs,
+    onStoreError: f.onStoreError,
+    expectedReplicas: f.expectedReplicas,
+  });
 }

@@ -18,11 +18,12 @@ import {
   type ResolvedLane,
   type ResolvedOptions,
 } from "../core/options.js";
+import type { Store } from "../store/store.js";
 
 /** The Governor's group for a bounded GPU group of the config. */
 const gpu = (name: string) => `gpu:${name}`;
 
-export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedOptions {
+export function governorOptions(config: GatewayConfig, clock?: Clock, store?: Store): ResolvedOptions {
   const groups: Record<string, { limit: number }> = {};
   for (const [name, g] of Object.entries(config.gpuGroups)) groups[gpu(name)] = { limit: g.maxInflight };
   const accountOf = new Map<string, string>();
@@ -53,6 +54,7 @@ export function governorOptions(config: GatewayConfig, clock?: Clock): ResolvedO
     // The gateway bound: in flight across every lane, and requests admitted before their body.
     admission: { maxInflight: config.admission.maxConcurrency, maxQueued: config.admission.maxQueued },
     ...(clock ? { clock } : {}),
+    ...(store ? { store } : {}),
   });
 }
 
