@@ -9,6 +9,7 @@ import { isConfigError } from "../core/errors.js";
 import { DEMO_BASE_PORT, DEMO_FLEET, demoFleet } from "../sim/fleet.js";
 import { SIM_DEFAULTS, type SimOptions } from "../sim/options.js";
 import { isSimProfileName, SIM_PROFILES } from "../sim/profiles.js";
+import { startProvider } from "../sim/provider.js";
 import { startSim } from "../sim/server.js";
 
 const USAGE = `usage: sluice sim [--profile ${Object.keys(SIM_PROFILES).join("|")}] [--port P] [options]
@@ -31,6 +32,9 @@ const USAGE = `usage: sluice sim [--profile ${Object.keys(SIM_PROFILES).join("|"
   --time-scale F           multiply every duration (service, tokens, OOM downtime): 0.01 runs a 19 s page in 190 ms (default ${SIM_DEFAULTS.timeScale})
   --oom-at N               running sequences the memory holds; one more takes the host down (default none)
   --oom-down-ms MS         how long an OOM keeps the host unreachable, before --time-scale (default ${SIM_DEFAULTS.oomDownMs})
+  --tpm N                  with --profile provider: the account's tokens per minute (answers 429 with reset headers past it)
+  --rpm N                  with --profile provider: the account's requests per minute
+  --max-inflight N         with --profile provider: the account's calls in flight
   --fleet demo             start the demo fleet instead: ${demoPods()}
   --base-port P            the demo fleet's first port; its pods take P, P+1, … (default ${DEMO_BASE_PORT}, 0 = any free ports)
   -h, --help               show this help
@@ -70,6 +74,9 @@ export const OPTIONS = {
   overflow: { type: "string" },
   "echo-prefix": { type: "string" },
   profile: { type: "string" },
+  tpm: { type: "string" },
+  rpm: { type: "string" },
+  "max-inflight": { type: "string" },
   fleet: { type: "string" },
   "base-port": { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -124,6 +131,11 @@ async function startOne(values: Record<string, string | boolean | undefined>, ou
       `--profile: expected one of ${Object.keys(SIM_PROFILES).join(", ")}, got "${profileName}"`,
     );
   }
+  const account = ["tpm", "rpm", "max-inflight"].filter((f) => values[f] !== undefined);
+  if (account.length > 0) {
+    if (profileName !== "provider") throw new UsageError(`--${account[0]}: only with --profile provider`);
+    return startAccount(values, out);
+  }
   const opts: SimOptions = { ...(profileName ? SIM_PROFILES[profileName] : {}) };
   for (const [flag, key] of Object.entries(NUMERIC)) {
     const raw = values[flag] as string | undefined;
@@ -145,6 +157,35 @@ async function startOne(values: Record<string, string | boolean | undefined>, ou
   return async () => {
     out(sim.report());
     await sim.close();
+  };
+}
+
+/** `--profile provider` with account limits: the provider simulator of src/sim/provider.ts. */
+async function startAccount(values: Record<string, string | boolean | undefined>, out: (l: string) => void) {
+  const num = (flag: string) => {
+    const raw = values[flag] as string | undefined;
+    return raw === undefined ? undefined : toNumber(flag, raw);
+  };
+  const provider = await startProvider({
+    port: num("port") ?? SIM_DEFAULTS.port,
+    host: values.host as string | undefined,
+    model: values.model as string | undefined,
+    tpm: num("tpm"),
+    rpm: num("rpm"),
+    maxInflight: num("max-inflight"),
+    serviceMs: num("service-ms"),
+    msPerOutputToken: num("ms-per-output-token"),
+    defaultOutputTokens: num("output-tokens"),
+  });
+  out(
+    `provider account listening on ${provider.url} (tpm ${values.tpm ?? "-"}, rpm ${values.rpm ?? "-"}, max_inflight ${values["max-inflight"] ?? "-"})`,
+  );
+  return async () => {
+    const s = provider.stats();
+    out(
+      `provider: served ${s.served}, tokens ${s.tokensServed}, throttled (429) tokens ${s.throttled.tokens} requests ${s.throttled.requests} in flight ${s.throttled.inflight}, max in flight ${s.maxInflightSeen}`,
+    );
+    await provider.close();
   };
 }
 
