@@ -182,7 +182,9 @@ export class RedisStore implements Store {
       this.#mirror.confirmed(fleet.keys, +1);
       return true;
     } catch (error) {
-      return this.#failed(error);
+      this.#failed();
+      if (this.#mode === "closed") throw this.#unavailable(error);
+      return true;
     }
   }
 
@@ -197,9 +199,7 @@ export class RedisStore implements Store {
     if (keys.length === 0) return;
     this.#mirror.confirmed(keys, -1);
     if (this.#mode !== "connected") return; // the next heartbeat writes back exact counts
-    runScript(this.#client, "release", keys, [this.replica, this.#channel]).catch((error) => {
-      this.#failed(error);
-    });
+    runScript(this.#client, "release", keys, [this.replica, this.#channel]).catch(() => this.#failed()); // the next heartbeat after an outage writes back exact counts
   }
 
   reconcile(): void {
@@ -230,8 +230,8 @@ export class RedisStore implements Store {
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2));
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
-    } catch (error) {
-      this.#failed(error);
+    } catch {
+      this.#failed();
     }
   }
 
@@ -270,19 +270,20 @@ export class RedisStore implements Store {
     }
   }
 
-  /** A round trip failed: enter the outage policy; a grant resolves as the policy says. */
-  #failed(error: unknown): boolean {
+  /** A round trip failed: enter the outage policy (left again by the next good heartbeat). */
+  #failed(): void {
     this.#errors++;
-    if (this.#mode === "connected") {
-      this.#mode = this.#policy;
-      if (this.#policy === "local") this.#mirror.enterOutage(this.#replicas);
-      this.#changes.emit();
-    }
-    if (this.#mode === "closed")
-      throw new StoreUnavailableError(
-        `fleet store ${this.description} unreachable: ${(error as Error).message}`,
-      );
-    return true;
+    if (this.#mode !== "connected") return;
+    this.#mode = this.#policy;
+    if (this.#policy === "local") this.#mirror.enterOutage(this.#replicas);
+    this.#registered = false;
+    this.#changes.emit();
+  }
+
+  #unavailable(error: unknown): StoreUnavailableError {
+    return new StoreUnavailableError(
+      `fleet store ${this.description} unreachable: ${(error as Error).message}`,
+    );
   }
 
   /** Whether the replica has registered at least once (tests). */

@@ -1,0 +1,118 @@
+/**
+ * Redis going away under a fleet store, each policy (`on_store_error`), on a private redis-server
+ * that the test stops (SIGKILL) and starts again: `closed` refuses new calls with
+ * StoreUnavailableError at once; `local` goes on with each limit divided by the expected replicas;
+ * `open` drops the fleet bound; and when Redis is back the next heartbeat makes the counts exact.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { StoreUnavailableError } from "../../src/core/errors.js";
+import type { Lease } from "../../src/core/lease.js";
+import { Governor } from "../../src/governor/governor.js";
+import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
+import { freePort, hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+
+const servers: RedisProcess[] = [];
+const stores: RedisStore[] = [];
+after(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+  await Promise.all(servers.map((s) => s.stop()));
+});
+
+async function setup(policy: OnStoreError) {
+  const server = new RedisProcess(await freePort());
+  servers.push(server);
+  await server.start();
+  const store = new RedisStore({
+    url: server.url,
+    prefix: uniquePrefix(),
+    replica: "r1",
+    leaseTtlMs: 600,
+    onStoreError: policy,
+    expectedReplicas: 2,
+  });
+  stores.push(store);
+  await store.start();
+  const gov = new Governor({
+    store,
+    lanes: { chat: { limit: 4, reserve: 0, queueLimit: 8, queueTimeoutMs: 2000 } },
+  });
+  return { server, store, gov };
+}
+
+const skipWithout = (t: { skip(m: string): void }): boolean => {
+  if (hasRedisServer()) return false;
+  if (process.env.CI === "true") throw new Error("CI needs redis-server on the PATH for the outage tests");
+  t.skip("no redis-server on the PATH: the outage tests start their own");
+  return true;
+};
+
+/** Heartbeats until the store is connected again (ioredis reconnects with a short backoff). */
+async function backUp(store: RedisStore): Promise<void> {
+  for (let i = 0; i < 60 && store.status().mode !== "connected"; i++) {
+    await store.heartbeat();
+    if (store.status().mode !== "connected") await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(store.status().mode, "connected", "back within a few heartbeats");
+}
+
+const settled = async (p: Promise<Lease>, ms = 1500) =>
+  Promise.race([
+    p.then(
+      (l) => ({ lease: l }),
+      (error: unknown) => ({ error }),
+    ),
+    new Promise<{ pending: true }>((r) => setTimeout(() => r({ pending: true }), ms)),
+  ]);
+
+describe("fleet store outage", { timeout: 30_000 }, () => {
+  test("closed: a new call is refused at once with store_unavailable while Redis is down, and served when it is back", async (t) => {
+    if (skipWithout(t)) return;
+    const { server, store, gov } = await setup("closed");
+    (await gov.acquire("chat")).release();
+    await server.stop();
+    const refused = await settled(gov.acquire("chat"));
+    assert.ok("error" in refused && refused.error instanceof StoreUnavailableError, JSON.stringify(refused));
+    assert.equal(store.status().mode, "closed");
+    await server.start();
+    await backUp(store);
+    const served = await settled(gov.acquire("chat"));
+    assert.ok("lease" in served, "served again once Redis is back");
+    served.lease.release();
+  });
+
+  test("local: each limit is divided by the expected replicas and calls go on", async (t) => {
+    if (skipWithout(t)) return;
+    const { server, store, gov } = await setup("local");
+    await server.stop();
+    const held: Lease[] = [];
+    const first = await settled(gov.acquire("chat"));
+    assert.ok("lease" in first, "served in local mode");
+    held.push(first.lease);
+    assert.equal(store.status().mode, "local");
+    const second = await settled(gov.acquire("chat"));
+    assert.ok("lease" in second);
+    held.push(second.lease);
+    const waiting = gov.acquire("chat");
+    const third = await settled(waiting, 300);
+    assert.ok("pending" in third, "4 ÷ 2 replicas = 2 here while Redis is down");
+    for (const l of held) l.release();
+    (await waiting).release(); // granted from the local share once the two above were released
+    await server.start();
+    await backUp(store);
+    const back = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));
+    assert.equal(back.length, 4, "the whole limit again once Redis is back");
+    for (const l of back) l.release();
+  });
+
+  test("open: the fleet bound is dropped while Redis is down (the lane's own limit still holds)", async (t) => {
+    if (skipWithout(t)) return;
+    const { server, store, gov } = await setup("open");
+    await server.stop();
+    const leases = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));
+    assert.equal(leases.length, 4);
+    assert.equal(store.status().mode, "open");
+    for (const l of leases) l.release();
+    await server.start();
+  });
+});
