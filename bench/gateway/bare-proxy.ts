@@ -6,6 +6,9 @@
  *
  *   node --import tsx bench/gateway/bare-proxy.ts '<BareListener[] as JSON>' [lean]
  *
+ * A listener with `queueLimit` answers a fixed 429 once that many requests wait beyond the pods'
+ * slots (a counter, no more): the floor of a Node proxy refusing under a retry storm.
+ *
  * `lean` swaps `pool.request()` + async iteration of the body for undici's handler API
  * (`pool.dispatch()` with onResponseStart/onResponseData/onResponseEnd written straight to the
  * response, the small request body read first and sent as one Buffer): no body Readable, no
@@ -28,12 +31,25 @@ const HOP = new Set([
   "proxy-connection",
 ]);
 
+/** The bounded listener's refusal: one fixed answer, rendered once. */
+const REFUSAL_BODY = Buffer.from('{"error":{"type":"overloaded","code":"queue_full"}}');
+const REFUSAL_HEADERS = ["content-type", "application/json", "content-length", String(REFUSAL_BODY.length)];
+
 function listener(spec: BareListener) {
   const pools = spec.pods.map(
     (url) => new Pool(url, { connections: spec.perPod, pipelining: 1, keepAliveTimeout: 30_000 }),
   );
   let next = 0;
+  const bound = spec.queueLimit === undefined ? Infinity : spec.pods.length * spec.perPod + spec.queueLimit;
+  let held = 0;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (held >= bound) {
+      res.writeHead(429, REFUSAL_HEADERS);
+      res.end(REFUSAL_BODY);
+      return;
+    }
+    held++;
+    res.once("close", () => held--);
     const pool = pools[next++ % pools.length]!;
     const headers: Record<string, string> = {};
     const type = req.headers["content-type"];

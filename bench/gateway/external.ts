@@ -50,6 +50,12 @@ export interface HaproxyListener {
   name: string;
   pods: string[];
   perPod: number;
+  /**
+   * When set, a request that finds this many already in the backend's queue is answered 429 at
+   * once (`http-request return` on `queue()`), as sluice refuses past its queue_limit. Unset:
+   * everything waits up to `timeout queue`.
+   */
+  queueLimit?: number;
 }
 
 export interface Haproxy {
@@ -62,18 +68,22 @@ export interface Haproxy {
 /**
  * One HAProxy process, one frontend per listener. Each backend: round-robin, `maxconn` per server
  * = the per-pod limit, so what does not fit waits in the backend's one shared queue for at most
- * `timeout queue` (then 503). Threads: HAProxy's default (one per core).
+ * `timeout queue` (then 503), or with `queueLimit` is refused 429 once the queue is that long.
+ * Threads: HAProxy's default (one per core) unless `threads` says.
  */
 export async function startHaproxy(
   bin: string,
   dir: string,
   listeners: HaproxyListener[],
   queueTimeoutMs: number,
+  /** `nbthread`; **Default:** HAProxy's (one per core). */
+  threads?: number,
 ): Promise<Haproxy> {
   const ports = await Promise.all(listeners.map(() => freePort()));
   const lines = [
     "global",
     "  maxconn 4096",
+    ...(threads === undefined ? [] : [`  nbthread ${threads}`]),
     "defaults",
     "  mode http",
     "  option http-keep-alive",
@@ -90,6 +100,11 @@ export async function startHaproxy(
       `  default_backend be_${l.name}`,
       `backend be_${l.name}`,
       "  balance roundrobin",
+      ...(l.queueLimit === undefined
+        ? []
+        : [
+            `  http-request return status 429 content-type application/json string '{"error":{"type":"overloaded","code":"queue_full"}}' if { queue() ge ${l.queueLimit} }`,
+          ]),
       ...l.pods.map((url, j) => `  server p${j} ${new URL(url).host} maxconn ${l.perPod}`),
     );
   });

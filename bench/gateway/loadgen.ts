@@ -5,16 +5,18 @@
  * sends the next. A refusal (429/503) or a transport error is followed by a fixed pause
  * (`backoffMs`), the same for every target.
  *
- * Driven over IPC: `{ type: "run", spec }` → `window` start/end marks, then `result`.
+ * Driven over IPC: `{ type: "run", spec }` → `window` start/end marks, then `result`;
+ * `{ type: "storm", storm }` runs the retry-storm client (storm.ts) → `storm-result`.
  */
 import { Client } from "undici";
-import type { LoadgenMessage, RunResult, RunSpec } from "./protocol.js";
+import type { LoadgenMessage, RunResult, RunSpec, StormMessage, StormSpec } from "./protocol.js";
+import { runStorm } from "./storm.js";
 
 const HEADERS = { "content-type": "application/json" };
 /** After the window ends, requests still out are cut after this long. */
 const GRACE_MS = 3000;
 
-function send(message: LoadgenMessage): void {
+function send(message: LoadgenMessage | StormMessage): void {
   process.send?.(message);
 }
 
@@ -123,8 +125,13 @@ export async function run(spec: RunSpec): Promise<RunResult> {
 }
 
 if (process.send !== undefined) {
-  process.on("message", (m: { type: string; spec?: RunSpec }) => {
-    if (m.type === "run" && m.spec !== undefined) {
+  process.on("message", (m: { type: string; spec?: RunSpec; storm?: StormSpec }) => {
+    if (m.type === "storm" && m.storm !== undefined) {
+      runStorm(m.storm).then(
+        (result) => send({ type: "storm-result", result }),
+        (error: unknown) => send({ type: "error", message: String(error) }),
+      );
+    } else if (m.type === "run" && m.spec !== undefined) {
       run(m.spec).then(
         (result) => send({ type: "result", result }),
         (error: unknown) => send({ type: "error", message: String(error) }),

@@ -16,13 +16,29 @@
  * `node .bench/gateway-dist/cli/main.js serve --config FILE`. `--src` runs src through tsx
  * (serve.ts) instead.
  *
- * Flags: --quick (short runs), --only=a,b,c, --targets=direct,sluice,haproxy,bare,lean,
- * --loads=2,10 ((c) multiples), --lean (add the bare proxy on undici's handler API, see
+ *   (d) the retry storm: its own sluice (log level info, its lines to a file), HAProxy (one
+ *                 thread, a 429 rule past the queue) and bare proxy (a counter bound), and
+ *                 two more pods that hold every call (the "refusals alone" run)
+ *
+ * Flags: --quick (short runs), --only=a,b,c,d, --targets=direct,sluice,haproxy,bare,lean,
+ * --loads=2,10 ((c) multiples), --storm-loads=8,16 ((d) multiples), --storm-log=info (sluice's
+ * log level in (d)), --lean (add the bare proxy on undici's handler API, see
  * bare-proxy.ts), --profile (sluice under --cpu-prof; summary printed), --node-loadgen (never
  * wrk), --no-doc (do not rewrite docs/bench-gateway.md; only a full default run rewrites it).
  */
 import { type ChildProcess, execFileSync, execSync, fork, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -30,8 +46,18 @@ import { fileURLToPath } from "node:url";
 import { type SimServer, startSim } from "../../src/sim/server.js";
 import { type Haproxy, runWrk, startHaproxy, which } from "./external.js";
 import { isSluiceProfile, summarizeProfile } from "./profile.js";
-import type { BareListener, LoadgenMessage, ReadyMessage, RunResult, RunSpec } from "./protocol.js";
+import type {
+  BareListener,
+  LoadgenMessage,
+  ReadyMessage,
+  RunResult,
+  RunSpec,
+  StormMessage,
+  StormResult,
+  StormSpec,
+} from "./protocol.js";
 import { type Row, renderReport, writeDoc } from "./report.js";
+import { renderStorm, type StormRow } from "./report-storm.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -39,7 +65,7 @@ const args = new Set(process.argv.slice(2));
 const only = [...args]
   .find((a) => a.startsWith("--only="))
   ?.slice(7)
-  .split(",") ?? ["a", "b", "c"];
+  .split(",") ?? ["a", "b", "c", "d"];
 const QUICK = args.has("--quick");
 const onlyTargets = [...args]
   .find((a) => a.startsWith("--targets="))
@@ -48,6 +74,8 @@ const onlyTargets = [...args]
 const PROFILE = args.has("--profile");
 const LEAN = args.has("--lean");
 const loadsArg = [...args].find((a) => a.startsWith("--loads="))?.slice(8);
+const stormLoadsArg = [...args].find((a) => a.startsWith("--storm-loads="))?.slice(14);
+const STORM_LOG = [...args].find((a) => a.startsWith("--storm-log="))?.slice(12) ?? "info";
 
 // ---- the fleet and the limits every proxy enforces -------------------------------------------
 /** (a)/(b) pods: wide enough that no proxy queues at 64 connections. */
@@ -71,6 +99,17 @@ const A_CONNS = [1, 16];
 const B_CONNS = [8, 32, 64];
 const C_LOADS = loadsArg ? loadsArg.split(",").map(Number) : [2, 10];
 const PATH = "/v1/chat/completions";
+/** (d) the retry storm: the same 16 slots, a queue of 128, refusals re-sent at once. */
+const D_QUEUE_LIMIT = 128;
+const D_LOADS = stormLoadsArg ? stormLoadsArg.split(",").map(Number) : [8, 16];
+/** Connections that honour Retry-After, beside the storm: whose refusals must still come at once. */
+const D_POLITE = 16;
+/** What a polite connection waits when a refusal has no Retry-After (HAProxy, the bare proxy). */
+const D_POLITE_DEFAULT_MS = 1000;
+const D_MS = QUICK ? 2000 : 5000;
+/** "Refusals alone": pods whose calls outlast the run, so every slot and the queue stay full. */
+const HOLD_SERVICE_MS = 60_000;
+const HOLD_CONNS = 256;
 
 const body = (model: string, stream: boolean) =>
   JSON.stringify({
@@ -102,6 +141,31 @@ ${pods(ab, AB_SLOTS)}
     queue_timeout_s: 2
     pods:
 ${pods(c, C_SLOTS)}
+`;
+}
+
+/**
+ * sluice for the retry storm, in its own process: lane `bench-d` on the (c) pods (16 slots,
+ * queue 128) and lane `bench-hold` on pods that never finish a call in time. Log level info (the
+ * default; `--storm-log` changes it): what an operator runs.
+ */
+function stormConfig(c: SimServer[], hold: SimServer[]): string {
+  const pods = (list: SimServer[]) =>
+    list.map((p) => `      - { url: "${p.url}", max_inflight: ${C_SLOTS} }`).join("\n");
+  const lane = (name: string, list: SimServer[]) => `  - name: ${name}
+    max_concurrent_requests: ${C_SLOTS * list.length}
+    reserve: 0
+    queue_limit: ${D_QUEUE_LIMIT}
+    queue_timeout_s: ${QUEUE_TIMEOUT_MS / 1000}
+    pods:
+${pods(list)}`;
+  return `# generated by bench/gateway/main.ts (retry storm)
+listen: 127.0.0.1:0
+log: { level: ${STORM_LOG} }
+admission: { max_concurrency: 512, max_queued: 512, queue_timeout_s: ${QUEUE_TIMEOUT_MS / 1000} }
+models:
+${lane("bench-d", c)}
+${lane("bench-hold", hold)}
 `;
 }
 
@@ -323,6 +387,70 @@ function loadgenRun(
   });
 }
 
+/** One retry-storm run (storm.ts in the load generator), metered like {@link loadgenRun}. */
+function stormRun(
+  loadgen: ChildProcess,
+  spec: StormSpec,
+  pid: number | undefined,
+  meter: PodMeter,
+  logFile: string | undefined,
+): Promise<{
+  result: StormResult;
+  cpu: number;
+  clientCpu: number;
+  pods: ReturnType<PodMeter["stop"]>;
+  logLines: number;
+}> {
+  return new Promise((resolve, reject) => {
+    let cpu0 = Number.NaN;
+    let cpu = Number.NaN;
+    let client0 = Number.NaN;
+    let clientCpu = Number.NaN;
+    let log0 = 0;
+    let logLines = Number.NaN;
+    let pods: ReturnType<PodMeter["stop"]> | undefined;
+    const onMessage = (m: LoadgenMessage | StormMessage) => {
+      if (m.type === "window" && m.phase === "start") {
+        cpu0 = cpuSeconds(pid);
+        client0 = cpuSeconds(loadgen.pid);
+        if (logFile !== undefined) log0 = statSync(logFile).size;
+        meter.start();
+      } else if (m.type === "window" && m.phase === "end") {
+        cpu = cpuSeconds(pid) - cpu0;
+        clientCpu = cpuSeconds(loadgen.pid) - client0;
+        pods = meter.stop();
+        if (logFile !== undefined) logLines = linesSince(logFile, log0);
+      } else if (m.type === "storm-result") {
+        loadgen.off("message", onMessage);
+        pods ??= meter.stop();
+        resolve({ result: m.result, cpu, clientCpu, pods, logLines });
+      } else if (m.type === "error") {
+        loadgen.off("message", onMessage);
+        meter.stop();
+        reject(new Error(m.message));
+      }
+    };
+    loadgen.on("message", onMessage);
+    loadgen.send({ type: "storm", storm: spec });
+  });
+}
+
+/** Newlines written to `file` after byte `from` (sluice's log lines in a window). */
+function linesSince(file: string, from: number): number {
+  const size = statSync(file).size;
+  if (size <= from) return 0;
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(size - from);
+    readSync(fd, buf, 0, buf.length, from);
+    let n = 0;
+    for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) n++;
+    return n;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The commit measured, and whether src/ had uncommitted changes (the bench builds what is there). */
 function gitState(): string {
   try {
@@ -367,22 +495,35 @@ async function main(): Promise<void> {
       }),
     ),
   );
+  const STORM = only.includes("d");
+  const holdPods = STORM
+    ? await Promise.all(
+        [1, 2].map(() =>
+          startSim({ ...simBase, maxNumSeqs: C_SLOTS, serviceMs: HOLD_SERVICE_MS, tokensPerSecond: 0 }),
+        ),
+      )
+    : [];
   const children: ChildProcess[] = [];
   let haproxy: Haproxy | undefined;
   let haproxyPid: number | undefined;
+  let haproxyD: Haproxy | undefined;
+  let haproxyDPid: number | undefined;
   const cleanup = async () => {
     await Promise.all(children.map(stopChild));
     await haproxy?.close();
+    await haproxyD?.close();
     haproxyPid = undefined;
-    await Promise.all([...ab, ...cPods].map((s) => s.close()));
+    haproxyDPid = undefined;
+    await Promise.all([...ab, ...cPods, ...holdPods].map((s) => s.close()));
   };
   process.once("SIGINT", () => void cleanup().then(() => process.exit(130)));
   // Whatever happens to this process, nothing it started outlives it.
   process.once("exit", () => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-    if (haproxyPid !== undefined) {
+    for (const pid of [haproxyPid, haproxyDPid]) {
+      if (pid === undefined) continue;
       try {
-        process.kill(haproxyPid, "SIGKILL");
+        process.kill(pid, "SIGKILL");
       } catch {
         // already gone
       }
@@ -454,6 +595,68 @@ async function main(): Promise<void> {
     if (wrkBin === undefined)
       notes.push("(a) used the Node load generator (wrk not installed or --node-loadgen).");
 
+    // (d)'s own proxies: sluice at log level info, HAProxy on one thread with the 429 rule, the
+    // bare proxy with a counter bound; each serves the storm lane and the hold lane.
+    const stormTargets: (Target & { hold: string[]; logFile?: string })[] = [];
+    let sluiceD: ChildProcess | undefined;
+    if (STORM) {
+      const stormFile = join(dir, "sluice-storm.yaml");
+      writeFileSync(stormFile, stormConfig(cPods, holdPods));
+      const logFile = join(dir, "sluice-storm.log");
+      const logFd = openSync(logFile, "w");
+      sluiceD = built
+        ? spawn(process.execPath, [...profArgs, CLI, "serve", "--config", stormFile, "--port", "0"], {
+            cwd: root,
+            stdio: ["ignore", logFd, "pipe"],
+          })
+        : forkTs("serve.ts", [stormFile], profArgs);
+      closeSync(logFd);
+      children.push(sluiceD);
+      const listeners = (queueLimit: number): BareListener[] => [
+        { pods: cPods.map((p) => p.url), perPod: C_SLOTS, queueLimit },
+        { pods: holdPods.map((p) => p.url), perPod: C_SLOTS, queueLimit },
+      ];
+      const bareD = forkTs("bare-proxy.ts", [JSON.stringify(listeners(D_QUEUE_LIMIT))]);
+      children.push(bareD);
+      const [sluiceDUrls, bareDUrls] = await Promise.all([
+        built ? cliReady(sluiceD) : ready(sluiceD, "sluice (storm)"),
+        ready(bareD, "bare proxy (storm)"),
+      ]);
+      stormTargets.push({
+        name: "sluice",
+        ab: [],
+        c: sluiceDUrls,
+        hold: sluiceDUrls,
+        pid: sluiceD.pid,
+        logFile: built ? logFile : undefined,
+      });
+      if (haproxyBin !== undefined) {
+        haproxyD = await startHaproxy(
+          haproxyBin,
+          dir,
+          [
+            { name: "d", pods: cPods.map((p) => p.url), perPod: C_SLOTS, queueLimit: D_QUEUE_LIMIT },
+            { name: "hold", pods: holdPods.map((p) => p.url), perPod: C_SLOTS, queueLimit: D_QUEUE_LIMIT },
+          ],
+          QUEUE_TIMEOUT_MS,
+          1,
+        );
+        haproxyDPid = haproxyD.pid;
+        stormTargets.push({
+          name: "haproxy",
+          ab: [],
+          c: [haproxyD.urls[0]!],
+          hold: [haproxyD.urls[1]!],
+          pid: haproxyD.pid,
+        });
+      }
+      stormTargets.push({ name: "bare", ab: [], c: [bareDUrls[0]!], hold: [bareDUrls[1]!], pid: bareD.pid });
+      if (onlyTargets !== undefined) {
+        for (let i = stormTargets.length - 1; i >= 0; i--)
+          if (!onlyTargets.includes(stormTargets[i]!.name)) stormTargets.splice(i, 1);
+      }
+    }
+
     const idle = new PodMeter([]);
     // Prime the JIT of every proxy on both lanes, so the first measured run is not its warm-up.
     for (const t of targets.filter((x) => x.pid !== undefined)) {
@@ -467,7 +670,14 @@ async function main(): Promise<void> {
       }
     }
 
+    for (const t of stormTargets) {
+      const spec = { urls: t.c, path: PATH, body: body("bench-d", true), connections: 16 };
+      const run = { ...spec, warmupMs: 0, durationMs: 1000, backoffMs: 0, staggerMs: 0 };
+      await loadgenRun(loadgen, run, undefined, idle);
+    }
+
     const rows: Row[] = [];
+    const stormRows: StormRow[] = [];
     const abMeter = new PodMeter(ab);
     const cMeter = new PodMeter(cPods);
 
@@ -535,6 +745,46 @@ async function main(): Promise<void> {
       }
     }
 
+    // (d) the retry storm: refused clients re-send at once; 16 polite ones honour Retry-After.
+    if (STORM) {
+      const slots = C_SLOTS * cPods.length;
+      const storm = (urls: string[], model: string, connections: number, polite: number): StormSpec => ({
+        urls,
+        path: PATH,
+        body: body(model, true),
+        connections,
+        polite,
+        politeDefaultMs: D_POLITE_DEFAULT_MS,
+        warmupMs: WARM_MS,
+        durationMs: D_MS,
+        staggerMs: SERVICE_MS,
+      });
+      for (const load of D_LOADS) {
+        for (const t of stormTargets) {
+          const conns = slots * load;
+          log(`(d) storm ${load}× (${conns} + ${D_POLITE} polite conns) → ${t.name}`);
+          const r = await stormRun(loadgen, storm(t.c, "bench-d", conns, D_POLITE), t.pid, cMeter, t.logFile);
+          stormRows.push({ kind: "storm", load, conns, polite: D_POLITE, target: t.name, ...r });
+          await pause(500);
+        }
+      }
+      // Refusals alone: the hold pods keep every slot and the queue full, so the proxy's CPU in
+      // the window is the refusals' (the queue's timeouts, 64/s, are 503s among them).
+      const idleHold = new PodMeter([]);
+      for (const t of stormTargets) {
+        log(`(d) refusals alone (${HOLD_CONNS} conns) → ${t.name}`);
+        const r = await stormRun(
+          loadgen,
+          storm(t.hold, "bench-hold", HOLD_CONNS, 0),
+          t.pid,
+          idleHold,
+          t.logFile,
+        );
+        stormRows.push({ kind: "alone", load: 0, conns: HOLD_CONNS, polite: 0, target: t.name, ...r });
+        await pause(500);
+      }
+    }
+
     const meta = {
       uptime,
       cores: availableParallelism(),
@@ -567,11 +817,29 @@ async function main(): Promise<void> {
       bMs: B_MS,
       cMs: C_MS,
     });
-    process.stdout.write(`${report}\n`);
-    if (!args.has("--no-doc") && !QUICK && only.length === 3 && onlyTargets === undefined && !loadsArg)
-      writeDoc(join(root, "docs", "bench-gateway.md"), report);
+    const stormReport =
+      stormRows.length === 0
+        ? ""
+        : renderStorm(stormRows, {
+            capacity: meta.capacity,
+            slots: C_SLOTS * cPods.length,
+            queueLimit: D_QUEUE_LIMIT,
+            queueTimeoutMs: QUEUE_TIMEOUT_MS,
+            serviceMs: SERVICE_MS,
+            polite: D_POLITE,
+            politeDefaultMs: D_POLITE_DEFAULT_MS,
+            warmMs: WARM_MS,
+            dMs: D_MS,
+            log: STORM_LOG,
+            holdServiceMs: HOLD_SERVICE_MS,
+          });
+    const full = stormReport === "" ? report : `${report}\n${stormReport}`;
+    process.stdout.write(`${full}\n`);
+    const whole = only.length === 4 && onlyTargets === undefined && !loadsArg && !stormLoadsArg;
+    if (!args.has("--no-doc") && !QUICK && whole) writeDoc(join(root, "docs", "bench-gateway.md"), full);
 
     await stopChild(sluice);
+    if (sluiceD !== undefined) await stopChild(sluiceD);
     if (PROFILE) {
       const files = readdirSync(profDir).filter(
         (f) => f.endsWith(".cpuprofile") && isSluiceProfile(join(profDir, f)),

@@ -49,6 +49,61 @@ export type LoadgenMessage =
 export interface BareListener {
   pods: string[];
   perPod: number;
+  /**
+   * When set, a counter bound: with pods × perPod + queueLimit requests held (in flight or in
+   * undici's queue), the next is answered a fixed 429 at once (the retry storm's policy, at the
+   * cost of one comparison). Unset: every request waits in undici's unbounded queue.
+   */
+  queueLimit?: number;
 }
 
 export type ReadyMessage = { type: "ready"; urls: string[] };
+
+/**
+ * One retry-storm run (storm.ts): raw keep-alive sockets, each with one request out at a time.
+ * A storm connection sends its next request the moment an answer (any answer) has arrived, as
+ * wrk or a naive retry loop does; a polite connection, after a refusal, first waits the
+ * refusal's Retry-After (or `politeDefaultMs` when it has none).
+ */
+export interface StormSpec {
+  /** Origins; connection i talks to `urls[i % urls.length]`. */
+  urls: string[];
+  path: string;
+  /** The JSON request body, sent with `content-type: application/json`. */
+  body: string;
+  /** Connections that re-send at once. */
+  connections: number;
+  /** Connections that honour Retry-After (added to `connections`). */
+  polite: number;
+  /** What a polite connection waits after a refusal without Retry-After. */
+  politeDefaultMs: number;
+  warmupMs: number;
+  durationMs: number;
+  /** Connection i sends its first request after i × staggerMs / all connections. */
+  staggerMs: number;
+}
+
+/** What one kind of storm connection measured inside the window. */
+export interface StormSide {
+  ok: number;
+  refused: number;
+  other: number;
+  errors: number;
+  okP50Ms: number;
+  okP99Ms: number;
+  refusedP50Ms: number;
+  refusedP99Ms: number;
+}
+
+export interface StormResult {
+  seconds: number;
+  storm: StormSide;
+  polite: StormSide;
+  /** p99 of every 200, storm and polite connections together. */
+  okP99Ms: number;
+  /** Answers that closed their connection (`Connection: close`), so the client reconnected. */
+  reconnects: number;
+  statuses: Record<string, number>;
+}
+
+export type StormMessage = { type: "storm-result"; result: StormResult };
