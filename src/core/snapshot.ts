@@ -118,6 +118,15 @@ export interface Snapshot {
   keys: KeySnapshot[];
   accounts: AccountSnapshot[];
   admission?: AdmissionSnapshot;
+  /** Where budgets are counted: `memory`, or a fleet store and its state (`connected`, or the outage policy in force). */
+  store?: StoreSnapshot;
+}
+
+/** The store's state: a fleet store says whether Redis answers. */
+export interface StoreSnapshot {
+  description: string;
+  mode: "memory" | "connected" | "local" | "open" | "closed";
+  replica?: string;
 }
 
 const seconds = (ms: number): number => Math.round(ms) / 1000;

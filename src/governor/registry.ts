@@ -148,6 +148,7 @@ export class Registry {
       keys: [...this.keys].map(([name, k]) => keySnapshot(name, k)),
       accounts: [...this.accounts.values()].map((a) => accountSnapshot(a, this.#lanesOfAccount(a), now)),
       ...(admission === null ? {} : { admission: admissionSnapshot(admission) }),
+      store: storeSnapshot(this.store),
     };
   }
 
@@ -270,6 +271,13 @@ function podSpecs(options: ResolvedOptions): Map<string, PodSpec> {
     });
   }
   return specs;
+}
+
+function storeSnapshot(store: Store): NonNullable<Snapshot["store"]> {
+  const status = store.status?.();
+  return status === undefined
+    ? { description: store.description, mode: "memory" }
+    : { description: store.description, mode: status.mode, replica: status.replica };
 }
 
 /** Makes `map` hold exactly the names of `wanted`, each made (or changed in place) by `make`. */

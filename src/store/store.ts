@@ -74,6 +74,8 @@ export interface Store {
   confirm?(path: Path, rank: Rank, from?: number): Promise<boolean>;
   /** A fleet store only: gives back locally what a refused `confirm` took. */
   rollback?(path: Path, cost: number, nowMs: number, from?: number): void;
+  /** A fleet store only: its replica id and whether Redis answers (`connected`, or the outage mode in force). */
+  status?(): { replica: string; mode: "connected" | "local" | "open" | "closed" };
   /** A fleet store only: other processes may have freed room (re-run a pass). */
   readonly onChange?: Event<void>;
 }

@@ -43,10 +43,27 @@ describe("readiness", () => {
     assert.deepEqual(r, {
       ready: true,
       draining: false,
+      store: "memory",
       lanes_down: [],
       open_pods: [{ pod: "a", lanes: ["m"], breaker: "open", reopens_in_s: 12, trips: 1 }],
       paused_pods: [],
     });
+  });
+
+  test("not ready while the fleet store is down under on_store_error: closed; ready under local", () => {
+    const base = snapshot([pod("b", ["m"])]);
+    const closed = readiness(
+      { ...base, store: { description: "redis://r", mode: "closed" } },
+      [{ name: "m" }],
+      false,
+    );
+    assert.deepEqual([closed.ready, closed.store], [false, "closed"]);
+    const local = readiness(
+      { ...base, store: { description: "redis://r", mode: "local" } },
+      [{ name: "m" }],
+      false,
+    );
+    assert.deepEqual([local.ready, local.store], [true, "local"]);
   });
 
   test("not ready when one lane has every pod tripped or quota-paused, whatever the other lanes", () => {

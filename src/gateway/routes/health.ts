@@ -7,7 +7,7 @@
  * has pods and every one of them is out, and its fallback (one hop, as calls are routed) is down
  * too or absent: its calls are refused at once (503 `upstream_unavailable`, 429 `quota_paused`)
  * until a pod comes back. The gateway is **ready** (200) when it is not draining and no lane is
- * down; otherwise 503. Either way the body lists every open or half-open pod and every
+ * down and the fleet store (if any) is not down under `on_store_error: closed`; otherwise 503. Either way the body lists every open or half-open pod and every
  * quota-paused pod, so a dead pod beside a healthy one shows here while the gateway stays ready.
  */
 import type { ServerResponse } from "node:http";
@@ -39,6 +39,8 @@ export interface Readiness {
   lanes_down: string[];
   open_pods: OpenPod[];
   paused_pods: PausedPod[];
+  /** The fleet store's state (`memory` when there is none). Not ready while it is down under `closed`. */
+  store: string;
 }
 
 /** A model's name and fallback: all readiness needs of the config. */
@@ -77,9 +79,11 @@ export function readiness(snapshot: Snapshot, lanes: readonly LaneRoute[], drain
   const paused_pods: PausedPod[] = snapshot.pods
     .filter((p) => p.quota_paused_s > 0)
     .map((p) => ({ pod: p.id, lanes: p.lanes, quota_paused_s: p.quota_paused_s }));
+  const store = snapshot.store?.mode ?? "memory";
   return {
-    ready: !draining && lanesDown.length === 0,
+    ready: !draining && lanesDown.length === 0 && store !== "closed",
     draining,
+    store,
     lanes_down: lanesDown,
     open_pods,
     paused_pods,
