@@ -4,12 +4,12 @@
  * queue timeout, when the expected wait already exceeds the queue timeout, and when the queue is
  * full shed the newest waiter of a lower class — or refuse the arrival if there is none.
  */
-import { AccountBudget } from "./account.js";
-import type { ArrivalBudget, Budget } from "./budget.js";
+import type { ArrivalBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
 import type { Rank } from "./priority.js";
-import { MINUTE_MS, RateBudget } from "./rate-budget.js";
+import { MINUTE_MS } from "./rate-budget.js";
+import { bucketsOf } from "./rate-limits.js";
 import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
 import type { QueueNode } from "./wait-queue.js";
 
@@ -66,13 +66,6 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
   );
 }
 
-/** The token and request buckets of a metered budget (a model's own, or its account's). */
-function bucketsOf(b: Budget): (RateBudget | null)[] {
-  if (b instanceof RateBudget) return [b];
-  if (b instanceof AccountBudget) return [b.tokens, b.requests];
-  return [];
-}
-
 /**
  * The refusal a call with token estimate `cost` gets from its lane's token and request budgets
  * now, or null. Its estimate alone above a bucket's capacity: never fits (Retry-After a full
@@ -89,7 +82,6 @@ export function rateRefusal(
 ): RateLimitError | null {
   for (const budget of lane.metered) {
     for (const bucket of bucketsOf(budget)) {
-      if (bucket === null) continue;
       const needed = bucket.amount(cost);
       const refusal = (retryMs: number, reason: RateLimitError["reason"]) =>
         new RateLimitError(

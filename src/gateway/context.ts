@@ -124,8 +124,10 @@ export class RequestContext {
   bodyBytes = 0;
   /** `stream: true` in the body (SSE answer). */
   stream = false;
-  /** Prompt estimate + max_tokens, for the lane's queue. */
+  /** The token estimate the token budgets reserve: prompt + max_tokens (or the model's default); 0 for a body streamed through. */
   tokens = 0;
+  /** The prompt's part of it (a stream that reports no usage is reconciled with this + what it streamed). */
+  promptTokens = 0;
   /** The grant on the lane's path; set by wait, released by settle. */
   lease: Lease | undefined = undefined;
   /** Created only for a call that has to wait: most calls are granted at once. */

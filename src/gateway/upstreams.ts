@@ -198,7 +198,8 @@ export function flatResponseHeaders(
   const named = connectionTokens(upstream.connection);
   const out: string[] = [];
   for (const name in upstream) {
-    if (DROP_RESPONSE.has(name) || named?.has(name)) continue;
+    // A header sluice sets itself (its RateLimit numbers) replaces the upstream's of that name.
+    if (DROP_RESPONSE.has(name) || named?.has(name) || Object.hasOwn(extra, name)) continue;
     const v = upstream[name];
     if (v === undefined) continue;
     if (typeof v === "string") out.push(name, v);

@@ -4,6 +4,9 @@
  * forwards, so this costs no buffering of whole answers.
  */
 
+import type { Usage } from "../core/lease.js";
+import { charsToTokens } from "./estimate.js";
+
 /** Bytes of the answer kept for finding `usage`: JSON bodies up to this size, SSE tails of it. */
 const TAIL_BYTES = 16 * 1024;
 
@@ -18,11 +21,18 @@ export class UsageTap {
   #size = 0;
   /** Total bytes seen (for the log line). */
   bytes = 0;
+  /**
+   * Characters of generated text a stream carried (its `"content"` / `"text"` strings): what a
+   * stream that reports no usage is reconciled with (÷ 4). Counted in bytes: a multi-byte
+   * character counts more than once, which errs on the side of charging.
+   */
+  streamedChars = 0;
 
   constructor(readonly sse: boolean) {}
 
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
+    if (this.sse) this.streamedChars += generatedChars(chunk.toString("latin1"));
     this.#chunks.push(chunk);
     this.#size += chunk.length;
     // Keep at most TAIL_BYTES plus the newest chunk.
@@ -35,6 +45,39 @@ export class UsageTap {
     const text = Buffer.concat(this.#chunks, this.#size).toString("utf8");
     return this.sse ? usageFromSse(text) : this.bytes <= TAIL_BYTES ? usageFromJson(text) : undefined;
   }
+}
+
+/**
+ * What a successful answer reports to its lease, to reconcile the token budgets (issue 10): the
+ * answer's usage; a stream without one, its prompt estimate plus what it streamed (÷ 4); a JSON
+ * answer without one, nothing (its estimate stays charged).
+ */
+export function settledUsage(
+  usage: TokenUsage | undefined,
+  tap: UsageTap,
+  promptTokens: number,
+): Usage | undefined {
+  if (usage !== undefined)
+    return { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens };
+  return tap.sse ? { promptTokens, completionTokens: charsToTokens(tap.streamedChars) } : undefined;
+}
+
+/**
+ * Characters inside the `"content":"…"` and `"text":"…"` strings of SSE chunks. A string cut by a
+ * chunk boundary counts up to the boundary; the rest of it is not counted (an estimate).
+ */
+export function generatedChars(text: string): number {
+  let n = 0;
+  for (const key of ['"content":"', '"text":"']) {
+    for (let at = text.indexOf(key); at >= 0; at = text.indexOf(key, at)) {
+      let i = at + key.length;
+      while (i < text.length && text.charCodeAt(i) !== 34 /* " */)
+        i += text.charCodeAt(i) === 92 /* \ */ ? 2 : 1;
+      n += i - (at + key.length);
+      at = i;
+    }
+  }
+  return n;
 }
 
 /** Index of the `}` closing the object that opens at `open` (usage objects hold no strings with braces). */

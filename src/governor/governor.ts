@@ -15,6 +15,7 @@ import { type GovernorOptions, type ResolvedOptions, resolveGovernorOptions } fr
 import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
 import type { Pod } from "../core/pod.js";
 import { type Priority, type Rank, rankOrThrow } from "../core/priority.js";
+import { type RateLimitInfo, rateLimitsOf } from "../core/rate-limits.js";
 import {
   type GrantEvent,
   type RefusalEvent,
@@ -220,6 +221,15 @@ export class Governor {
   /** Resolves once no admitted request is left (a draining gateway waits on it). */
   whenIdle(): Promise<void> {
     return this.admitted === 0 ? Promise.resolve() : this.#idle.wait();
+  }
+
+  /**
+   * The token and request buckets a call on `lane` crosses now (its own `tpm` / `rpm`, then its
+   * account's): what the gateway's `RateLimit` and `x-ratelimit-*` answer headers report.
+   */
+  rateLimits(lane: string): RateLimitInfo[] {
+    const l = this.#registry.lanes.get(lane);
+    return l === undefined ? [] : rateLimitsOf(l, this.#clock.now());
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */

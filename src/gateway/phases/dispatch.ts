@@ -24,8 +24,9 @@ import { attemptError } from "../attempt-error.js";
 import type { DispatchResult, GatewayParts, RequestContext, UpstreamFailure } from "../context.js";
 import { HttpError, sendUpstreamError, type UpstreamErrorCode } from "../http-error.js";
 import { withModelName } from "../model-name.js";
+import { rateLimitHeaders } from "../rate-headers.js";
 import { type CallTimeouts, flatResponseHeaders } from "../upstreams.js";
-import { UsageTap } from "../usage.js";
+import { settledUsage, UsageTap } from "../usage.js";
 import { limitedBody } from "./read-body.js";
 
 const OVERLOAD = new Set([502, 503, 504, 529]);
@@ -227,10 +228,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     } else if (status >= 500) {
       this.#lease.failed(status);
     } else {
-      const u = result.usage;
-      this.#lease.succeeded(
-        u ? { promptTokens: u.promptTokens, completionTokens: u.completionTokens } : undefined,
-      );
+      // The token budgets settle with what the call really used (usage.ts: `settledUsage`).
+      this.#lease.succeeded(settledUsage(result.usage, this.#tap!, this.ctx.promptTokens));
     }
     this.#finish();
   }
@@ -354,9 +353,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     else this.ctx.failures.push(failure);
   }
 
-  /** The headers sluice adds to an answer. */
+  /** The headers sluice adds to an answer (with token or request budgets, their numbers). */
   #answerHeaders(): Record<string, string | number> {
     this.#extra["x-sluice-queue-ms"] = Math.round(this.#lease.queuedMs);
+    const limits = this.gw.governor.rateLimits(this.#lease.lane);
+    if (limits.length > 0) Object.assign(this.#extra, rateLimitHeaders(limits));
     return this.#extra;
   }
 

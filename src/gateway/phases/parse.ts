@@ -1,6 +1,6 @@
 /**
  * Phase 4: take what admission needs from an OpenAI-style JSON body — `model`, `stream`,
- * `max_tokens`, and an estimate of prompt tokens — and nothing else. The body is forwarded as
+ * `max_tokens`, and the token estimate the token budgets reserve (`estimate.ts`) — and nothing else. The body is forwarded as
  * the bytes that arrived, never re-serialized. A body streamed through (lane known before it) is
  * not parsed.
  *
@@ -9,6 +9,7 @@
  * bounded by `max_body_bytes` per request and `max_buffered_bytes` for all of them.
  */
 import { type GatewayParts, type RequestContext, resolveModel } from "../context.js";
+import { estimateTokens, inputOnly, promptTokens } from "../estimate.js";
 import { HttpError } from "../http-error.js";
 
 export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
@@ -16,9 +17,15 @@ export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
   if (body === null) return true; // streamed through: the lane was named before the body
   const parsed = parseRequestBody(body, ctx.req.headers["content-type"]);
   ctx.lane = parsed.model;
-  resolveModel(ctx, gw, "body.model");
+  const model = resolveModel(ctx, gw, "body.model");
   ctx.stream = parsed.stream;
-  ctx.tokens = parsed.promptTokensEstimate + (parsed.maxTokens ?? 0);
+  ctx.promptTokens = parsed.promptTokensEstimate;
+  ctx.tokens = estimateTokens(
+    parsed.promptTokensEstimate,
+    parsed.maxTokens,
+    model.defaultMaxTokens,
+    inputOnly(ctx.path),
+  );
   return true;
 }
 
@@ -26,7 +33,7 @@ export interface ParsedRequest {
   model: string;
   stream: boolean;
   maxTokens: number | undefined;
-  /** Rough prompt size: bytes ÷ 4, the usual rule of thumb for English text and code. */
+  /** The prompt's tokens: the tokenizer over an OpenAI-style body's text, else bytes ÷ 4 (`estimate.ts`). */
   promptTokensEstimate: number;
 }
 
@@ -76,6 +83,6 @@ export function parseRequestBody(body: Buffer, contentType: string | undefined):
     model: o.model,
     stream: o.stream === true,
     maxTokens: maxTokens as number | undefined,
-    promptTokensEstimate: Math.ceil(body.length / 4),
+    promptTokensEstimate: promptTokens(o, body.length),
   };
 }

@@ -17,7 +17,7 @@ import type { GatewayParts, RequestContext } from "../context.js";
 export function wait(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const lane = ctx.model!.name;
   if (ctx.shadow !== null) return ctx.clientGone ? false : shadowLease(ctx, gw, lane);
-  const claim = ctx.claim!;
+  const claim = ctx.tokens === 0 ? ctx.claim! : { ...ctx.claim!, tokens: ctx.tokens };
   ctx.lease = gw.governor.tryAcquire(lane, claim);
   if (ctx.lease !== undefined) return true;
   if (ctx.clientGone) return false;

@@ -1,0 +1,55 @@
+/**
+ * The token and request buckets a call on a lane crosses — its own `tpm` / `rpm`, then its
+ * account's — as plain numbers: what the arrival rules check (`arrival.ts`) and what the
+ * gateway's `RateLimit` / `x-ratelimit-*` answer headers report.
+ */
+import { AccountBudget } from "./account.js";
+import type { Budget } from "./budget.js";
+import type { Lane } from "./lane.js";
+import { MINUTE_MS, RateBudget } from "./rate-budget.js";
+
+/** One bucket's numbers now. */
+export interface RateLimitInfo {
+  /** Whose bucket: the lane's own, or its account's. */
+  scope: "lane" | "account";
+  /** The lane's or the account's name. */
+  name: string;
+  unit: "tokens" | "requests";
+  perMinute: number;
+  /** What it holds now, in whole units (0 while in debt). */
+  remaining: number;
+  /** Until it is full again, in ms. */
+  resetMs: number;
+}
+
+/** The token and request buckets of a metered budget (a lane's own, or its account's). */
+export function bucketsOf(b: Budget): RateBudget[] {
+  if (b instanceof RateBudget) return [b];
+  if (b instanceof AccountBudget) {
+    const out: RateBudget[] = [];
+    if (b.tokens !== null) out.push(b.tokens);
+    if (b.requests !== null) out.push(b.requests);
+    return out;
+  }
+  return [];
+}
+
+/** Every bucket on `lane`'s path, with its numbers at `nowMs`. */
+export function rateLimitsOf(lane: Lane, nowMs: number): RateLimitInfo[] {
+  const out: RateLimitInfo[] = [];
+  for (const budget of lane.metered) {
+    const scope = budget instanceof AccountBudget ? "account" : "lane";
+    for (const b of bucketsOf(budget)) {
+      const level = b.levelAt(nowMs);
+      out.push({
+        scope,
+        name: budget.name,
+        unit: b.unit,
+        perMinute: b.perMinute,
+        remaining: Math.max(0, Math.floor(level)),
+        resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
+      });
+    }
+  }
+  return out;
+}
