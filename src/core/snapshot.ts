@@ -18,6 +18,8 @@ export interface LaneSnapshot {
   width: number;
   queue_limit: number;
   inflight: number;
+  /** With a fleet store, when other replicas hold calls too: in flight across the fleet (`inflight` is this replica's share). */
+  fleet_inflight?: number;
   queued: number;
   queued_by_priority: { interactive: number; default: number; bulk: number };
   oldest_wait_s: number;
@@ -74,6 +76,8 @@ export interface PodSnapshot {
   ceiling: number;
   floor: number;
   inflight: number;
+  /** With a fleet store, when other replicas have calls on it too: in flight across the fleet. */
+  fleet_inflight?: number;
   breaker: "closed" | "open" | "half_open";
   /** Seconds until an open breaker allows its probe; 0 otherwise. */
   reopens_in_s: number;
@@ -141,6 +145,8 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
     width: lane.width,
     queue_limit: lane.settings.queueLimit,
     inflight: lane.inflight,
+    // With a fleet store: every replica's calls (this one's share is `inflight`).
+    ...(lane.budget.others > 0 ? { fleet_inflight: lane.inflight + lane.budget.others } : {}),
     queued: q.size,
     queued_by_priority: { interactive: q.count(0), default: q.count(1), bulk: q.count(2) },
     oldest_wait_s: oldest === null ? 0 : seconds(nowMs - oldest.enqueuedAt),
@@ -196,6 +202,7 @@ export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapsh
     ceiling: pod.ceiling,
     floor: pod.width.toJSON().floor,
     inflight: pod.inflight,
+    ...(pod.others > 0 ? { fleet_inflight: pod.inflight + pod.others } : {}),
     breaker: state.kind,
     reopens_in_s: reopen === undefined ? 0 : seconds(Math.max(0, reopen - nowMs)),
     trips: state.kind === "closed" ? 0 : state.trips,

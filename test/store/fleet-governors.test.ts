@@ -68,6 +68,13 @@ describe("a fleet of two Governors on one Redis", () => {
     await until("three grants", () => held.length === 3);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(held.length, 3, "3 across both replicas, not 3 each");
+    await a.store.heartbeat();
+    const lane = a.gov.snapshot().lanes[0]!;
+    assert.equal(
+      lane.fleet_inflight ?? lane.inflight,
+      3,
+      "the snapshot counts the fleet, with this replica's share",
+    );
     let peak = held.length;
     while (held.length < 10) {
       const live = held.filter((l) => (l as unknown as { state: string }).state === "granted");
