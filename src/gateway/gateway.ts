@@ -23,6 +23,7 @@ import { HttpError, sendJson } from "./http-error.js";
 import { resolveTarget } from "./paths.js";
 import { runPhases } from "./pipeline.js";
 import { sendError } from "./reply.js";
+import { isDashboardPath, serveDashboard } from "./routes/dashboard.js";
 import { readiness, serveReadyz } from "./routes/health.js";
 import { serveMetrics } from "./routes/metrics.js";
 import { isModelsPath, serveModels } from "./routes/models.js";
@@ -247,6 +248,7 @@ export class Gateway {
         this.#streams.serve(req, res);
         return;
       }
+      if (isDashboardPath(path)) return await serveDashboard(req, res, path);
       throw new HttpError(404, "not_found", `no route for ${path}; model calls go to /v1/…`);
     } catch (error) {
       sendError(res, error, "-", this.#parts.log, this.governor);

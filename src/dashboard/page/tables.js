@@ -1,0 +1,163 @@
+// @ts-check
+/**
+ * The gateway-wide admission bound and the tables of GPU groups, accounts and client keys. Rows
+ * are built when the set of names changes (a reload) and otherwise only their text changes.
+ */
+import { count, el, field, secs, setShare, setText } from "./dom.js";
+
+/**
+ * A table body kept in step with a list of named entries.
+ * @template T
+ */
+export class KeyedTable {
+  /** @type {string[]} */
+  #names = [];
+  /** @type {Map<string, HTMLTableRowElement>} */
+  #rows = new Map();
+
+  /**
+   * @param {HTMLTableSectionElement} tbody
+   * @param {(entry: T) => string} nameOf
+   * @param {(name: string) => HTMLTableRowElement} build
+   * @param {(row: HTMLTableRowElement, entry: T) => void} fill
+   * @param {string} empty the row's text when there are none
+   */
+  constructor(tbody, nameOf, build, fill, empty) {
+    this.tbody = tbody;
+    this.nameOf = nameOf;
+    this.build = build;
+    this.fill = fill;
+    this.empty = empty;
+  }
+
+  /** @param {T[]} entries */
+  update(entries) {
+    const names = entries.map(this.nameOf);
+    if (names.join("\n") !== this.#names.join("\n") || this.#rows.size === 0) {
+      this.#names = names;
+      this.#rows = new Map(names.map((n) => [n, this.build(n)]));
+      const columns = this.tbody.closest("table")?.querySelectorAll("thead th").length ?? 1;
+      this.tbody.replaceChildren(
+        ...(names.length > 0
+          ? this.#rows.values()
+          : [el("tr", { class: "empty" }, el("td", { colspan: String(columns) }, this.empty))]),
+      );
+    }
+    for (const entry of entries) {
+      const row = this.#rows.get(this.nameOf(entry));
+      if (row) this.fill(row, entry);
+    }
+  }
+}
+
+/** A `<td>` for a field. @param {string} name @param {string} [cls] */
+const td = (name, cls = "num") => el("td", { class: cls, "data-field": name }, "–");
+
+/** @param {HTMLTableSectionElement} tbody */
+export function groupTable(tbody) {
+  return new KeyedTable(
+    tbody,
+    (/** @type {any} */ g) => g.group,
+    (name) =>
+      /** @type {HTMLTableRowElement} */ (
+        el(
+          "tr",
+          { "data-group": name },
+          el("td", {}, name),
+          td("use"),
+          el("td", {}, el("div", { class: "bar" }, el("span", { class: "fill", "data-field": "bar" }))),
+        )
+      ),
+    (row, /** @type {any} */ g) => {
+      setText(field(row, "use"), `${g.inflight} / ${g.limit}`);
+      setShare(field(row, "bar"), g.inflight, g.limit);
+    },
+    "no GPU groups configured",
+  );
+}
+
+/** A bucket's use in the last minute against its rate. @param {any} b */
+const bucket = (b) => (b ? `${b.used_1m} / ${b.per_minute}` : "–");
+
+/** @param {HTMLTableSectionElement} tbody */
+export function accountTable(tbody) {
+  return new KeyedTable(
+    tbody,
+    (/** @type {any} */ a) => a.account,
+    (name) =>
+      /** @type {HTMLTableRowElement} */ (
+        el(
+          "tr",
+          { "data-account": name },
+          el("td", {}, name),
+          td("lanes", ""),
+          td("inflight"),
+          td("tokens"),
+          td("requests"),
+          td("throttled"),
+          td("paused"),
+        )
+      ),
+    (row, /** @type {any} */ a) => {
+      setText(field(row, "lanes"), a.lanes.join(", "));
+      const cap = a.max_inflight === null ? "–" : `${count(a.adaptive_cap)} (max ${a.max_inflight})`;
+      setText(field(row, "inflight"), `${a.inflight} / ${cap}`);
+      setText(field(row, "tokens"), bucket(a.tokens));
+      setText(field(row, "requests"), bucket(a.requests));
+      setText(field(row, "throttled"), String(a.throttled_1m));
+      setText(field(row, "paused"), a.quota_paused_s > 0 ? secs(a.quota_paused_s) : "–");
+    },
+    "no accounts configured",
+  );
+}
+
+/** @param {HTMLTableSectionElement} tbody */
+export function keyTable(tbody) {
+  return new KeyedTable(
+    tbody,
+    (/** @type {any} */ k) => k.key,
+    (name) =>
+      /** @type {HTMLTableRowElement} */ (
+        el("tr", { "data-key": name }, el("td", {}, name), td("inflight"), td("queued"))
+      ),
+    (row, /** @type {any} */ k) => {
+      setText(field(row, "inflight"), `${k.inflight} / ${k.max_inflight}`);
+      setText(field(row, "queued"), String(k.queued));
+    },
+    "no client keys configured (open mode)",
+  );
+}
+
+/**
+ * The admission bound (`snapshot.admission`): in flight across every lane, and admitted (body
+ * being read, waiting or in flight) against in flight + queued.
+ * @param {HTMLElement} box
+ * @param {any} admission AdmissionSnapshot or undefined
+ */
+export function renderAdmission(box, admission) {
+  if (!admission) {
+    if (!box.querySelector(".none"))
+      box.replaceChildren(
+        el("p", { class: "muted none" }, "no gateway-wide bound (admission.max_concurrency)"),
+      );
+    return;
+  }
+  if (!field(box, "inflight")) {
+    const meter = (/** @type {string} */ label, /** @type {string} */ name) =>
+      el(
+        "div",
+        { class: "meter" },
+        el("div", { class: "label" }, el("span", {}, label), el("span", { "data-field": name }, "–")),
+        el("div", { class: "bar" }, el("span", { class: "fill", "data-field": `${name}-bar` })),
+      );
+    box.replaceChildren(
+      meter("in flight across every lane / max_concurrency", "inflight"),
+      meter("admitted (reading, waiting, in flight) / max_concurrency + max_queued", "admitted"),
+    );
+  }
+  const room = admission.max_inflight + admission.max_queued;
+  setText(field(box, "inflight"), `${admission.inflight} / ${admission.max_inflight}`);
+  setShare(field(box, "inflight-bar"), admission.inflight, admission.max_inflight);
+  setText(field(box, "admitted"), `${admission.admitted} / ${room}`);
+  setShare(field(box, "admitted-bar"), admission.admitted, room);
+}
