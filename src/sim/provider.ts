@@ -6,7 +6,8 @@
  * providers send: `retry-after` / `retry-after-ms` (until this call would fit), and OpenAI's
  * `x-ratelimit-limit-*`, `-remaining-*`, `-reset-*` (`requests` and `tokens`; a reset is the time
  * until the bucket is full again, written like `1.5s` or `6m0s`). Answers that pass carry the same
- * headers. Bodies are OpenAI-shaped (JSON, SSE, embeddings) with `usage`.
+ * headers. Bodies are OpenAI-shaped (JSON, SSE, embeddings) with `usage`. Prompt tokens are
+ * counted as a hosted provider counts them, with a real tokenizer (the gateway's, `estimate.ts`).
  *
  * Its clock can be injected (`now`), so a gateway test on a ManualClock sees the provider's
  * buckets refill on the same time; service times use real timers.
@@ -14,6 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RateBudget } from "../core/rate-budget.js";
+import { promptTokens } from "../gateway/estimate.js";
 import {
   completionBody,
   contentKey,
@@ -199,6 +201,7 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
     let p: SimRequest;
     try {
       p = parseSimRequest(kind, body, options.model ?? "provider-model");
+      p.promptTokens = promptTokens(JSON.parse(body.toString("utf8")) as Record<string, unknown>, body.length);
     } catch (error) {
       const param = error instanceof SimBadRequestError ? error.param : null;
       res.writeHead(400, { "content-type": "application/json" });

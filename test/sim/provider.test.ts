@@ -50,8 +50,8 @@ describe("provider simulator: an account's limits", () => {
     const clock = new ManualClock();
     const p = await startProvider({ tpm: 600, now: () => clock.now() });
     try {
-      // 400 characters ≈ 100 prompt tokens, + 300 completion: 400 tokens.
-      const big = chat("x".repeat(400), { max_tokens: 300 });
+      // "hello world " ×48 is 96 tokens with o200k_base, + 4 for the message, + 300 completion: 400.
+      const big = chat("hello world ".repeat(48).trim(), { max_tokens: 300 });
       const first = await post(p.url, big);
       assert.equal(first.status, 200);
       assert.equal(JSON.parse(first.text).usage.total_tokens, 400);
@@ -94,7 +94,7 @@ describe("provider simulator: an account's limits", () => {
         p.url,
         chat("hello", { stream: true, max_tokens: 10, stream_options: { include_usage: true } }),
       );
-      assert.match(asked.text, /"usage":\{"prompt_tokens":2,"completion_tokens":5,"total_tokens":7\}/);
+      assert.match(asked.text, /"usage":\{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10\}/);
       assert.match((await post(always.url, chat("hello", { stream: true }))).text, /"usage":\{/);
     } finally {
       await p.close();
