@@ -41,6 +41,11 @@ export const MetricIds = {
   requestDurationSeconds: "sluice_request_duration_seconds",
   keyInflight: "sluice_key_inflight",
   keyRequestsTotal: "sluice_key_requests_total",
+  bucketAvailable: "sluice_bucket_available",
+  bucketPerMinute: "sluice_bucket_per_minute",
+  accountInflight: "sluice_account_inflight",
+  accountCap: "sluice_account_cap",
+  accountThrottledPerMinute: "sluice_account_throttled_per_minute",
 } as const;
 
 /** Any metric's name. */
@@ -164,6 +169,31 @@ export const METRICS = {
     kind: "counter",
     help: "Requests the gateway answered, by client key (auth.keys[].id, '-' when unauthenticated) and outcome.",
     labels: ["key", "outcome"],
+  },
+  [MetricIds.bucketAvailable]: {
+    kind: "gauge",
+    help: "What a token or request bucket (tpm / rpm) holds now, by budget (the lane, or account:NAME) and unit; negative while in debt.",
+    labels: ["budget", "unit"],
+  },
+  [MetricIds.bucketPerMinute]: {
+    kind: "gauge",
+    help: "A token or request bucket's rate and capacity per minute (its tpm or rpm), by budget and unit.",
+    labels: ["budget", "unit"],
+  },
+  [MetricIds.accountInflight]: {
+    kind: "gauge",
+    help: "Calls in flight across the provider account's models now.",
+    labels: ["account"],
+  },
+  [MetricIds.accountCap]: {
+    kind: "gauge",
+    help: "The provider account's adaptive in-flight cap now (cut on throttling, grown on success); absent without max_inflight.",
+    labels: ["account"],
+  },
+  [MetricIds.accountThrottledPerMinute]: {
+    kind: "gauge",
+    help: "Answers that said slow down (429, 503, 529) on the provider account's models over the last minute.",
+    labels: ["account"],
   },
 } as const satisfies Record<MetricName, MetricDef>;
 

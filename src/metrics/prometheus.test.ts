@@ -54,8 +54,12 @@ function setup() {
     random: () => 0.5,
     groups: { gb10: { limit: 8 } },
     keys: { "team-a": { maxInflight: 4 } },
+    // Token and request buckets on a lane and on an account (their gauges come from the snapshot).
+    accounts: { prov: { maxInflight: 4, tpm: 50_000, rpm: 500 } },
     lanes: {
       chat: {
+        tpm: 100_000,
+        rpm: 1000,
         limit: 2,
         reserve: 0,
         queueLimit: 1,
@@ -65,6 +69,7 @@ function setup() {
       },
       // Two fixed-width pods: a congestion answer opens one breaker at once (DESIGN §1.4).
       ocr: {
+        account: "prov",
         limit: 2,
         pods: [
           { id: "http://ocr-a:9000", maxInflight: 1 },
@@ -79,6 +84,33 @@ function setup() {
 }
 
 describe("PrometheusMetrics", () => {
+  test("bucket levels and the account's in flight, cap and throttling come from the snapshot", async () => {
+    const { gov, metrics } = setup();
+    const chat = await gov.acquire("chat", { tokens: 1000 });
+    const ocr = await gov.acquire("ocr", { tokens: 2000 });
+    const samples = parse(await metrics.render());
+    const bucket = (budget: string, unit: string) =>
+      value(samples, "sluice_bucket_available", { budget, unit });
+    assert.deepEqual(
+      [
+        bucket("chat", "tokens"),
+        bucket("chat", "requests"),
+        bucket("account:prov", "tokens"),
+        bucket("account:prov", "requests"),
+      ],
+      [99_000, 999, 48_000, 499],
+    );
+    assert.equal(
+      value(samples, "sluice_bucket_per_minute", { budget: "account:prov", unit: "tokens" }),
+      50_000,
+    );
+    assert.equal(value(samples, "sluice_account_inflight", { account: "prov" }), 1);
+    assert.equal(value(samples, "sluice_account_cap", { account: "prov" }), 4);
+    assert.equal(value(samples, "sluice_account_throttled_per_minute", { account: "prov" }), 0);
+    chat.release();
+    ocr.release();
+  });
+
   test("exports every §4 name with its declared labels after some activity", async () => {
     const { clock, gov, metrics } = setup();
     const a = await gov.acquire("chat", { priority: "default" });

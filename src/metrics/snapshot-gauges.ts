@@ -3,7 +3,7 @@
  * up to date on the hot path. This table says which snapshot field feeds which gauge; it is pure,
  * so any sink (Prometheus at scrape time, a push sink on a timer) can use it.
  */
-import type { Snapshot } from "../core/snapshot.js";
+import type { BucketSnapshot, Snapshot } from "../core/snapshot.js";
 import {
   BREAKER_STATE_VALUES,
   type LabelsOf,
@@ -32,7 +32,28 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.breakerState]: (s) => s.pods.map((p) => [{ pod: p.id }, BREAKER_STATE_VALUES[p.breaker]]),
   [MetricIds.groupInflight]: (s) => s.groups.map((g) => [{ group: g.group }, g.inflight]),
   [MetricIds.keyInflight]: (s) => s.keys.map((k) => [{ key: k.key }, k.inflight]),
+  [MetricIds.bucketAvailable]: (s) => buckets(s).map(([labels, b]) => [labels, b.available]),
+  [MetricIds.bucketPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.per_minute]),
+  [MetricIds.accountInflight]: (s) => s.accounts.map((a) => [{ account: a.account }, a.inflight]),
+  [MetricIds.accountCap]: (s) =>
+    s.accounts.flatMap((a) => (a.adaptive_cap === null ? [] : [[{ account: a.account }, a.adaptive_cap]])),
+  [MetricIds.accountThrottledPerMinute]: (s) =>
+    s.accounts.map((a) => [{ account: a.account }, a.throttled_1m]),
 };
+
+/** Every token and request bucket of the snapshot: the lanes' own, then the accounts'. */
+function buckets(s: Snapshot): [{ budget: string; unit: string }, BucketSnapshot][] {
+  const out: [{ budget: string; unit: string }, BucketSnapshot][] = [];
+  for (const l of s.lanes) {
+    if (l.tokens !== undefined) out.push([{ budget: l.lane, unit: "tokens" }, l.tokens]);
+    if (l.requests !== undefined) out.push([{ budget: l.lane, unit: "requests" }, l.requests]);
+  }
+  for (const a of s.accounts) {
+    if (a.tokens !== null) out.push([{ budget: `account:${a.account}`, unit: "tokens" }, a.tokens]);
+    if (a.requests !== null) out.push([{ budget: `account:${a.account}`, unit: "requests" }, a.requests]);
+  }
+  return out;
+}
 
 /** Writes every snapshot gauge into `sink`. */
 export function writeSnapshotGauges(snapshot: Snapshot, sink: MetricSink): void {
