@@ -20,6 +20,15 @@ const commands: Record<string, Command> = {
     summary: "print a gateway's lane snapshot as a table (--url URL) [--json]",
     load: () => import("./status.js"),
   },
+  load: {
+    summary:
+      "replay a seed's incident through sluice and straight to simulated pods, with a receipt (PROFILE)",
+    load: () => import("./load.js"),
+  },
+  plan: {
+    summary: "size limits with Little's law (--rps R --latency-s L [--tokens-per-request T --tpm N])",
+    load: () => import("./plan.js"),
+  },
 };
 
 function usage(): string {

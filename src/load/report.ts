@@ -1,0 +1,134 @@
+/**
+ * The side-by-side table `sluice load` prints: the same clients through sluice and straight to
+ * the pods, row by row — that contrast is the point — then each client group, the checks, and
+ * the baseline's verdict.
+ */
+import type { BaselineComparison } from "./compare.js";
+import { fmtMs, fmtPct } from "./profiles/format.js";
+import type { Receipt } from "./receipt.js";
+import { sluiceRun } from "./receipt.js";
+import type { Percentiles, RunStats } from "./stats.js";
+import type { LoadProfile } from "./types.js";
+
+type Row = [label: string, value: (r: RunStats) => string];
+
+const pair = (p: Percentiles | null, a: keyof Percentiles, b: keyof Percentiles) =>
+  p === null ? "–" : `${fmtMs(p[a])} / ${fmtMs(p[b])}`;
+
+const ROWS: Row[] = [
+  ["offered (requests)", (r) => `${r.offered}`],
+  [
+    "completed, every byte as sent",
+    (r) => `${r.completed} (${fmtPct(r.offered ? r.completed / r.offered : 0)})`,
+  ],
+  ["not completed, by last answer", (r) => codes(r.refused)],
+  ["attempts (retries included)", (r) => `${r.attempts}`],
+  ["answered latency mean / p99", (r) => pair(r.latency_ms, "mean", "p99")],
+  ["end to end mean / max (retries, waits)", (r) => pair(r.end_to_end_ms, "mean", "max")],
+  ["queue wait p50 / p99", (r) => pair(r.queue_wait_ms, "p50", "p99")],
+  [
+    "sluice refusals: answered in p50 / p99",
+    (r) => (r.sluice_refusals === 0 ? "–" : `${pair(r.refusal_ms, "p50", "p99")}`),
+  ],
+  [
+    "  … carrying Retry-After + sizing headers",
+    (r) => (r.sluice_refusals === 0 ? "–" : `${r.refusals_with_sizing_headers}/${r.sluice_refusals}`),
+  ],
+  ["pod refusals (after warm-up)", (r) => `${r.pod_refusals} (${r.pod_refusals_after_warmup})`],
+  ["pod 429 throttles", (r) => `${r.throttles}`],
+  ["OOM events", (r) => `${r.oom_events}`],
+  ["upstream max in flight (one pod)", (r) => `${r.upstream_max_inflight}`],
+  [
+    "sequences on the box at once",
+    (r) =>
+      Object.entries(r.machine_max_running)
+        .map(([m, n]) => `${m} ${n}`)
+        .join(", ") || "–",
+  ],
+  ["pod utilization (after warm-up)", (r) => fmtPct(r.utilization)],
+  ["leaked reservations", (r) => (r.leaked_reservations === null ? "–" : `${r.leaked_reservations}`)],
+  ["bytes mismatches", (r) => `${r.bytes_mismatches}`],
+  ["run time", (r) => fmtMs(r.duration_ms)],
+];
+
+/** The whole report of a receipt, as lines. */
+export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath: string | null): string[] {
+  const sluice = sluiceRun(receipt);
+  const direct = receipt.direct;
+  const runs = [sluice, direct];
+  const heads = ["through sluice", "straight to the pods"];
+  const lines: string[] = [];
+  lines.push(`sluice load ${profile.name} — seed ${profile.seed}: ${profile.title}`);
+  for (const s of profile.story) lines.push(`  ${s}`);
+  lines.push(
+    `  time scale ${receipt.time_scale} (1 s of the incident runs in ${fmtMs(1000 * receipt.time_scale)}); ` +
+      `${receipt.hardware.cores} × ${receipt.hardware.cpu_model}, Node ${receipt.hardware.node}`,
+  );
+  lines.push("");
+  const table: string[][] = [["", ...heads]];
+  for (const [label, value] of ROWS)
+    table.push([label, ...runs.map((r) => (r === null ? "(not run)" : value(r)))]);
+  table.push([""]);
+  table.push(["by client group: completed / offered, latency mean, queue p99"]);
+  for (const name of profile.groups.map((g) => g.name)) {
+    table.push([
+      `  ${name}`,
+      ...runs.map((r) => {
+        const g = r?.groups[name];
+        if (g === undefined) return "–";
+        const q = g.queue_wait_ms === null ? "" : `, q ${fmtMs(g.queue_wait_ms.p99)}`;
+        return `${g.completed}/${g.offered}, ${fmtMs(g.latency_ms?.mean)}${q}`;
+      }),
+    ]);
+  }
+  lines.push(...columns(table));
+  for (const r of runs) if (r?.error !== undefined) lines.push(`the ${r.target} run failed: ${r.error}`);
+  if (receipt.error !== undefined) lines.push(`the run failed: ${receipt.error}`);
+  lines.push("", "checks:");
+  for (const c of receipt.checks)
+    lines.push(`  ${c.met ? "ok  " : "FAIL"} ${c.name}: ${c.value} (target ${c.target})`);
+  const baseline = receipt.baseline as BaselineComparison | undefined;
+  if (baseline !== undefined) lines.push("", ...renderComparison(baseline));
+  lines.push("");
+  if (receiptPath !== null) lines.push(`receipt: ${receiptPath}`);
+  lines.push(receipt.ok ? "result: every check met" : "result: FAILED (see the checks above)");
+  return lines;
+}
+
+/** The baseline's verdict, as lines. */
+export function renderComparison(c: BaselineComparison): string[] {
+  const lines = [`baseline ${c.file}: ${c.verdict}`];
+  for (const s of c.settings_changed) lines.push(`  setting changed: ${s}`);
+  for (const h of c.hardware_changed) lines.push(`  hardware changed: ${h}`);
+  for (const s of c.software_changed) lines.push(`  software changed: ${s}`);
+  if (c.verdict === "different profile") return lines;
+  if (c.verdict !== "comparable") {
+    lines.push("  not judged as regressions: the differences below may come from what changed above");
+  }
+  for (const d of c.deltas) {
+    if (d.baseline === d.now) continue;
+    lines.push(`  ${d.worse ? "worse " : "      "} ${d.metric}: ${d.baseline ?? "–"} → ${d.now ?? "–"}`);
+  }
+  if (c.verdict === "comparable") {
+    lines.push(c.regressions.length === 0 ? "  no regression" : `  REGRESSION: ${c.regressions.join("; ")}`);
+  }
+  return lines;
+}
+
+function codes(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).sort((a, b) => b[1] - a[1]);
+  if (entries.length === 0) return "0";
+  return entries.map(([k, n]) => `${k} ${n}`).join(", ");
+}
+
+/** Aligns the cells in columns; a one-cell row is a heading and sets no width. */
+function columns(rows: string[][]): string[] {
+  const cells = rows.filter((r) => r.length > 1);
+  const widths = rows[0]!.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) =>
+    r
+      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 2)))
+      .join("")
+      .trimEnd(),
+  );
+}

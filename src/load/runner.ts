@@ -1,0 +1,203 @@
+/**
+ * `sluice load PROFILE`'s engine: for each target (through sluice, then straight to the pods) it
+ * starts the profile's pods fresh, starts a gateway in front of them (or uses `--gateway URL`),
+ * drives the clients, waits for the drain, checks that every reservation came back (telemetry
+ * at zero), and returns what both runs measured.
+ */
+import { Driver, type DriveTarget, type LiveCounts } from "./driver.js";
+import { type GatewayThread, startGatewayThread } from "./gateway-thread.js";
+import { append, type PodProbe, type RunningPods, startPods } from "./pods.js";
+import { clientStats, type RunStats } from "./stats.js";
+import { observedSettings, readSnapshot, settledReservations } from "./telemetry.js";
+import type { LoadProfile } from "./types.js";
+
+/** What a run shows while it goes (src/load/progress.ts). */
+export interface ProgressSink {
+  start(label: string, offerMs: number, live: () => LiveCounts & { elapsedMs: number }): void;
+  stop(): void;
+}
+
+export interface RunnerOptions {
+  profile: LoadProfile;
+  /** Real ms per seed ms. */
+  scale: number;
+  /** A gateway already running, configured in front of the pods at `simBasePort` (`--print-config`). */
+  gatewayUrl?: string;
+  /** First port of the pods; 0 picks free ports. **Default:** `0`. */
+  simBasePort?: number;
+  /** Run one target only. **Default:** both. */
+  only?: "sluice" | "direct";
+  progress?: ProgressSink;
+}
+
+/** Both runs and the settings they ran under (what `config_hash` covers). */
+export interface RunnerResult {
+  sluice: RunStats | null;
+  direct: RunStats | null;
+  settings: Record<string, unknown>;
+}
+
+/** How long the leak check waits for the telemetry to come back to zero, real ms. */
+const LEAK_SETTLE_MS = 5000;
+
+/** Runs `profile` through sluice and straight to its pods. Never throws for a failed run: its stats carry `error`. */
+export async function runProfile(o: RunnerOptions): Promise<RunnerResult> {
+  const settings = await settingsOf(o);
+  const sluice = o.only === "direct" ? null : await runTarget(o, "sluice");
+  const direct = o.only === "sluice" ? null : await runTarget(o, "direct");
+  return { sluice, direct, settings };
+}
+
+/** Seed seconds → the scaled seconds a config duration takes (ms precision). */
+export function scaledSeconds(scale: number): (seedSeconds: number) => number {
+  return (s) => Math.max(0.001, Math.round(s * scale * 1000) / 1000);
+}
+
+async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<RunStats> {
+  const { profile, scale } = o;
+  let pods: RunningPods | undefined;
+  let gateway: GatewayThread | undefined;
+  let driver: Driver | undefined;
+  let error: string | undefined;
+  let leaks: { count: number; detail: string[] } | null = null;
+  let widths: Record<string, number> | null = null;
+  let warm: PodProbe | undefined;
+  let stop: PodProbe | undefined;
+  try {
+    pods = await startPods(profile, scale, o.simBasePort ?? 0);
+    let url = o.gatewayUrl;
+    if (kind === "sluice" && url === undefined) {
+      const config = profile.config(pods.urls, scaledSeconds(scale));
+      gateway = await startGatewayThread(config, `profile ${profile.name}`);
+      url = gateway.url;
+    }
+    const target: DriveTarget =
+      kind === "sluice" ? { kind, baseFor: () => url! } : { kind, baseFor: roundRobin(pods.urls) };
+    const running = pods;
+    warm = running.probe();
+    driver = new Driver({
+      target,
+      groups: profile.groups,
+      scale,
+      durationMs: profile.durationMs,
+      answers: (model) => running.answers(model),
+      drainCapMs: (profile.drainMs ?? 2 * profile.durationMs) * scale,
+      marks: [
+        { atMs: profile.warmupMs ?? 0, fn: () => (warm = running.probe()) },
+        { atMs: profile.durationMs, fn: () => (stop = running.probe()) },
+      ],
+    });
+    const d = driver;
+    o.progress?.start(kind === "sluice" ? "through sluice" : "straight to the pods", d.offerMs, () => ({
+      ...d.live,
+      elapsedMs: d.now(),
+    }));
+    try {
+      await d.run();
+    } finally {
+      o.progress?.stop();
+    }
+    if (kind === "sluice") {
+      const settled = await settledReservations(url!, LEAK_SETTLE_MS);
+      leaks = { count: settled.count, detail: settled.detail };
+      widths = Object.fromEntries(settled.snapshot.pods.map((p) => [p.id, p.width]));
+    }
+  } catch (e) {
+    error = e instanceof Error ? e.message : String(e);
+  } finally {
+    await gateway?.close().catch(() => undefined);
+  }
+  const end = pods?.probe();
+  const stats = finish(kind, o, driver, pods, warm, stop ?? end, end, leaks, widths);
+  await pods?.close();
+  if (error !== undefined) stats.error = error;
+  return stats;
+}
+
+function finish(
+  kind: "sluice" | "direct",
+  o: RunnerOptions,
+  driver: Driver | undefined,
+  pods: RunningPods | undefined,
+  warm: PodProbe | undefined,
+  stop: PodProbe | undefined,
+  end: PodProbe | undefined,
+  leaks: { count: number; detail: string[] } | null,
+  widths: Record<string, number> | null,
+): RunStats {
+  const groupNames = o.profile.groups.map((g) => g.name);
+  const client = clientStats(driver?.attempts ?? [], driver?.requests ?? [], groupNames);
+  const podStats = pods && warm && stop ? pods.stats(warm, stop) : [];
+  let capacity = 0;
+  let busy = 0;
+  if (pods && warm && stop) {
+    const windowMs = Math.max(1, stop.atMs - warm.atMs);
+    pods.pods.forEach((p, i) => {
+      capacity += p.sim.options.maxNumSeqs * windowMs;
+      busy += stop.busySlotMs[i]! - warm.busySlotMs[i]!;
+    });
+  }
+  const machines: Record<string, number> = {};
+  for (const [name, m] of pods?.machines ?? []) machines[name] = m.maxRunningSeen;
+  const oom = new Set([...(pods?.pods ?? [])].map((p) => p.sim.machine));
+  let afterWarmup = 0;
+  if (warm && end) for (const [i, n] of end.refusals.entries()) afterWarmup += n - warm.refusals[i]!;
+  return {
+    target: kind,
+    duration_ms: Math.round(driver?.now() ?? 0),
+    ...client,
+    upstream_max_inflight: Math.max(0, ...podStats.map((p) => p.max_inflight)),
+    machine_max_running: machines,
+    utilization: capacity === 0 ? 0 : Math.round((busy / capacity) * 10_000) / 10_000,
+    pod_refusals: podStats.reduce((n, p) => n + p.refused_connections + p.throttled + p.overloaded, 0),
+    pod_refusals_after_warmup: afterWarmup,
+    throttles: podStats.reduce((n, p) => n + p.throttled, 0),
+    oom_events: [...oom].reduce((n, m) => n + m.oomEvents, 0),
+    leaked_reservations: kind === "sluice" ? (leaks?.count ?? null) : null,
+    leak_detail: leaks?.detail ?? [],
+    widths,
+    pods: podStats,
+  };
+}
+
+/** Each model's pods in turn: what a client without a gateway does. */
+function roundRobin(urls: Readonly<Record<string, string[]>>): (model: string) => string {
+  const next = new Map<string, number>();
+  return (model) => {
+    const list = urls[model];
+    if (list === undefined || list.length === 0) throw new Error(`no pod serves model "${model}"`);
+    const i = next.get(model) ?? 0;
+    next.set(model, (i + 1) % list.length);
+    return list[i]!;
+  };
+}
+
+/**
+ * What the runs ran under, for `config_hash`: the profile's pods, machines, clients and time
+ * scale, and the gateway's settings — the config (with placeholder pod URLs, so free ports do not
+ * change the hash) or, for an external gateway, the limits its snapshot shows.
+ */
+async function settingsOf(o: RunnerOptions): Promise<Record<string, unknown>> {
+  const { profile, scale } = o;
+  const placeholders: Record<string, string[]> = {};
+  for (const [i, p] of profile.pods.entries()) append(placeholders, p.model, `http://pod-${i}.invalid`);
+  const gateway =
+    o.gatewayUrl === undefined
+      ? { source: "in-process", config: profile.config(placeholders, scaledSeconds(scale)) }
+      : {
+          source: "external",
+          url: o.gatewayUrl,
+          observed: observedSettings(await readSnapshot(o.gatewayUrl)),
+        };
+  return {
+    profile: profile.name,
+    time_scale: scale,
+    pods: profile.pods,
+    machines: profile.machines ?? {},
+    groups: profile.groups,
+    duration_ms: profile.durationMs,
+    warmup_ms: profile.warmupMs ?? 0,
+    drain_ms: profile.drainMs ?? 2 * profile.durationMs,
+    gateway,
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * What a load profile is made of (issue 11): the pods it simulates, the gateway config in front
+ * of them, the clients that drive them, and the checks that say whether the seed's incident
+ * shows without sluice and is absent with it. Every duration in a profile is in **seed time**
+ * (the incident's own seconds); the runner multiplies by the time scale (`--scale`).
+ */
+import type { Priority } from "../core/priority.js";
+import type { SimOptions } from "../sim/options.js";
+import type { RunStats } from "./stats.js";
+
+/** One simulated pod of a profile. */
+export interface PodSpec {
+  model: string;
+  /** Sim options, durations in seed ms (`timeScale` is set by the runner). */
+  options: SimOptions;
+  /** A key of `LoadProfile.machines`: pods naming the same machine share its memory (OOM point). */
+  machine?: string;
+}
+
+/** A machine several pods run on (seed 001's GB10). */
+export interface MachineSpec {
+  /** Running sequences its memory holds; one more is an OOM. */
+  oomAt: number;
+  /** How long an OOM keeps it unreachable, seed ms. */
+  downMs: number;
+}
+
+/** What one request of a client group looks like. */
+export interface RequestShape {
+  /** `chat` → `/v1/chat/completions`, `embedding` → `/v1/embeddings`, `echo` → `path` + a page name (an upload). */
+  kind: "chat" | "embedding" | "echo";
+  model: string;
+  stream?: boolean;
+  maxTokens?: number;
+  /** `echo`: the upload's size in bytes. */
+  bodyBytes?: number;
+  /** `echo`: the path prefix the gateway routes to `model` (`/ocr/`). */
+  path?: string;
+}
+
+/** What a client does with an attempt that did not succeed. */
+export interface RetryPolicy {
+  /** Attempts per request at most, the first included (1 = never retry). */
+  maxAttempts: number;
+  /** Retry sluice's own refusals (429/503 with `X-Sluice-Reason`) after their `Retry-After`. */
+  sluiceRefusals: boolean;
+  /** Retry what the pod did: a refused or reset connection, its 429/5xx, the client's own timeout. */
+  upstreamFailures: boolean;
+  /** Wait before a retry the answer gives no `Retry-After` for: full jitter over `min(maxMs, baseMs · 2^n)`, seed ms. */
+  backoff: { baseMs: number; maxMs: number };
+}
+
+/** How a group's requests arrive. */
+export type Arrival =
+  /** `clients` loops: send, wait for the answer (retries included), think, send the next. */
+  | { kind: "closed"; clients: number; thinkMs?: number }
+  /** Poisson arrivals at `perSecond` (seed seconds), each an independent request. */
+  | { kind: "open"; perSecond: number }
+  /** `count` requests at once, at the group's start. */
+  | { kind: "burst"; count: number };
+
+/** A population of clients that behave alike. */
+export interface ClientGroup {
+  name: string;
+  request: RequestShape;
+  /** Sent as `X-Sluice-Priority` through sluice; the pods never see it. **Default:** none (`default`). */
+  priority?: Priority;
+  arrival: Arrival;
+  /** When the group starts offering, seed ms from the run's start. **Default:** `0`. */
+  startMs?: number;
+  /** When it stops offering, seed ms from the run's start. **Default:** the profile's `durationMs`. */
+  stopMs?: number;
+  /** The client's own bound on one attempt, seed ms. **Default:** none. */
+  timeoutMs?: number;
+  /** Retries through sluice and straight to the pods. **Default:** none (one attempt). */
+  retry?: { sluice?: RetryPolicy; direct?: RetryPolicy };
+}
+
+/** One check of a run against the issue's targets. */
+export interface Check {
+  /** What is checked, as a sentence. */
+  name: string;
+  /** The target as written (`≤ 760 ms`). */
+  target: string;
+  /** What was measured, formatted. */
+  value: string;
+  met: boolean;
+}
+
+/** A load profile: one seed's incident, replayed. */
+export interface LoadProfile {
+  name: string;
+  /** The seed it replays (`000`). */
+  seed: string;
+  /** One line: the incident and what sluice should show. */
+  title: string;
+  /** Lines printed before the run: the setup in the seed's numbers. */
+  story: string[];
+  /** Real ms per seed ms when `--scale` is not given. */
+  defaultScale: number;
+  pods: PodSpec[];
+  machines?: Record<string, MachineSpec>;
+  /**
+   * The gateway config (YAML-shaped, as `parseConfig` takes it) for these pod URLs by model;
+   * `s(seconds)` turns seed seconds into the scaled seconds a duration key takes.
+   */
+  config(
+    urls: Readonly<Record<string, string[]>>,
+    s: (seedSeconds: number) => number,
+  ): Record<string, unknown>;
+  groups: ClientGroup[];
+  /** When offering stops, seed ms; then the run drains. */
+  durationMs: number;
+  /** Start of the measurement window (after the widths converge), seed ms. **Default:** `0`. */
+  warmupMs?: number;
+  /**
+   * Longest the run waits, once offering stops, for requests still going (retries included),
+   * seed ms; what is still going then is cut and counted `cut_at_drain`. **Default:**
+   * `2 × durationMs`.
+   */
+  drainMs?: number;
+  /** The headline checks of the run through sluice; `scale` is real ms per seed ms. */
+  checks(sluice: RunStats, scale: number): Check[];
+  /** The checks that the run straight to the pods shows the incident. */
+  directChecks(direct: RunStats, scale: number): Check[];
+}
+
+/** A profile registered before what it needs exists: asking for it exits 2 with `reason`. */
+export interface NotBuiltProfile {
+  name: string;
+  seed: string;
+  title: string;
+  notBuilt: true;
+  /** Why, and what must exist first. */
+  reason: string;
+}
