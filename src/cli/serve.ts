@@ -8,6 +8,7 @@
  * `admission.drain_timeout_s` (then cut what is still running), exit 0.
  * SIGHUP reloads the config file in place (`reload.ts`); an invalid one keeps the old config.
  */
+import cluster from "node:cluster";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { demoConfig } from "../config/demo.js";
 import { loadConfigFile, resolveConfigPath } from "../config/load.js";
@@ -17,12 +18,13 @@ import { Gateway } from "../gateway/gateway.js";
 import { demoFleet } from "../sim/fleet.js";
 import { reloadOnSighup } from "./reload.js";
 
-const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H]
+const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H] [--workers N]
 
   --config FILE   gateway config (YAML); default: $SLUICE_CONFIG
   --demo          start the simulated demo fleet and serve it (no setup needed)
   --port N        listen on this port instead of the config's \`listen\` (0 = any free port)
   --host H        listen on this address instead of the config's \`listen\`
+  --workers N     run N gateway processes sharing the port and every budget (needs store: redis://…)
   -h, --help      show this help
 `;
 
@@ -32,6 +34,7 @@ export const OPTIONS = {
   demo: { type: "boolean" },
   port: { type: "string" },
   host: { type: "string" },
+  workers: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
@@ -85,6 +88,21 @@ export async function main(argv: string[]): Promise<number> {
     await closeFleet?.();
     return 2;
   }
+  const workers = args.values.workers === undefined ? 1 : Number(args.values.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 64) {
+    process.stderr.write(`sluice serve: --workers must be 1–64, got "${args.values.workers}"\n`);
+    await closeFleet?.();
+    return 2;
+  }
+  if (workers > 1 && config.store.kind !== "redis") {
+    process.stderr.write(
+      "sluice serve: --workers > 1 needs store: redis://… so the processes share every budget " +
+        "(with store: memory each would hold its own limits)\n",
+    );
+    await closeFleet?.();
+    return 2;
+  }
+  if (workers > 1 && cluster.isPrimary) return runWorkers(workers);
   const gateway = new Gateway({ config });
   const url = await gateway.listen(port, args.values.host ?? config.listen.host);
   const lines = [
@@ -125,6 +143,26 @@ export async function main(argv: string[]): Promise<number> {
     };
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+/**
+ * The primary of `--workers N`: forks N copies of this command (each a full gateway on the shared
+ * port, counting through the store), passes SIGTERM/SIGINT/SIGHUP on, and exits when they have.
+ */
+function runWorkers(n: number): Promise<number> {
+  const children = Array.from({ length: n }, () => cluster.fork());
+  for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const)
+    process.on(signal, () => {
+      for (const child of children) child.process.kill(signal);
+    });
+  return new Promise<number>((resolve) => {
+    let left = n;
+    let worst = 0;
+    cluster.on("exit", (_worker, code) => {
+      worst = Math.max(worst, code ?? 1);
+      if (--left === 0) resolve(worst);
+    });
   });
 }
 

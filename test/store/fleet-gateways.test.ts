@@ -99,6 +99,59 @@ describe("fleet mode: two gateway processes on one Redis", { timeout: 60_000 }, 
     );
   });
 
+  test("--workers 2: two processes on one port share the limit through the store", async (t) => {
+    if (skipped) return t.skip("no Redis");
+    const file = join(dir, "sluice.yaml");
+    const workers = spawn(
+      process.execPath,
+      ["--import", "tsx", MAIN, "serve", "--config", file, "--port", "0", "--workers", "2"],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    try {
+      let stderr = "";
+      const url = await new Promise<string>((resolve, reject) => {
+        workers.stderr!.on("data", (chunk: Buffer) => {
+          stderr += chunk.toString();
+          const m = /listening on (http:\/\/\S+)/.exec(stderr);
+          if (m) resolve(m[1]!);
+        });
+        workers.once("exit", (code) => reject(new Error(`exited (${code}):\n${stderr}`)));
+      });
+      await new Promise((r) => setTimeout(r, 500)); // the second worker
+      assert.equal(stderr.match(/listening on/g)?.length, 2, "two workers listening");
+      sim.resetStats();
+      const statuses = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(url, 300 + i)));
+      assert.deepEqual(new Set(statuses), new Set([200]));
+      assert.ok(
+        sim.stats().maxRunningSeen <= LIMIT,
+        `the pod saw ${sim.stats().maxRunningSeen}, limit ${LIMIT}`,
+      );
+    } finally {
+      workers.kill("SIGTERM");
+      await new Promise((r) => workers.once("exit", r));
+    }
+  });
+
+  test("--workers 2 without a Redis store is refused: each process would hold its own limits", async (t) => {
+    if (skipped) return t.skip("no Redis");
+    const file = join(dir, "memory.yaml");
+    await writeFile(file, `models:\n  - name: m\n    pods: [ { url: "${sim.url}" } ]\n`);
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", MAIN, "serve", "--config", file, "--workers", "2"],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr!.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const [code] = (await new Promise((r) => child.once("exit", (...a) => r(a)))) as [number];
+    assert.equal(code, 2);
+    assert.match(stderr, /--workers > 1 needs store: redis/);
+  });
+
   test("a replica killed with SIGKILL while holding slots gives them back within its lease TTL", async (t) => {
     if (skipped) return t.skip("no Redis");
     sim.resetStats();
