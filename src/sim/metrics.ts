@@ -2,6 +2,8 @@
  * `GET /metrics` in Prometheus text format with vLLM's own metric names, so whatever reads a
  * real vLLM pod's metrics (a gateway, an autoscaler, a dashboard) reads the sim's unchanged.
  */
+import type { SimMachine } from "./machine.js";
+import type { SimStats } from "./stats.js";
 
 /** The numbers one scrape reports. */
 export interface SimMetricValues {
@@ -116,4 +118,21 @@ export function renderSimMetrics(v: SimOwnMetricValues): string {
     ]),
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/** What a sim saw, in one line for people (`sluice sim` prints it at exit). */
+export function simReport(
+  model: string,
+  url: string,
+  maxNumSeqs: number,
+  s: SimStats,
+  machine: SimMachine,
+): string {
+  return (
+    `sim ${model} ${url} saw: max concurrency ${s.maxInflightSeen} ` +
+    `(max running ${s.maxRunningSeen} of ${maxNumSeqs}), ${s.completed} completed, ` +
+    `refusals ${s.refused} (connections ${s.refusedConnections}, 503 ${s.overloaded}), ` +
+    `throttles (429) ${s.throttled}, OOM events ${machine.oomEvents}` +
+    (Number.isFinite(machine.oomAt) ? ` (oom_at ${machine.oomAt}, ${s.cutByOom} requests cut)` : "")
+  );
 }

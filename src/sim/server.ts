@@ -9,58 +9,19 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { serveInfoRoute } from "./info-routes.js";
 import { Job, type JobContext, sendJson } from "./job.js";
 import { type MachineMember, SimMachine } from "./machine.js";
-import { renderMetrics, renderSimMetrics } from "./metrics.js";
-import { errorBody, SIM_CREATED_S, type WorkKind } from "./openai.js";
+import { renderMetrics, renderSimMetrics, simReport } from "./metrics.js";
+import { errorBody, type WorkKind } from "./openai.js";
 import { type ResolvedSimOptions, resolveSimOptions, type SimOptions, type SimProfile } from "./options.js";
 import { Mulberry32 } from "./random.js";
 import { SeqScheduler } from "./scheduler.js";
+import type { SimStats } from "./stats.js";
 
-// The option types belong with startSim for callers that import only this module.
+// The option and stats types belong with startSim for callers that import only this module.
 export type { ResolvedSimOptions, SimOptions, SimOverflow, SimProfile } from "./options.js";
-
-/** Counters for tests, as plain data. */
-export interface SimStats {
-  /** Work requests holding a slot now. */
-  running: number;
-  /** Work requests waiting for a slot now. */
-  waiting: number;
-  /** Highest `running` since start or `resetStats()`; exact (updated at every grant). */
-  maxRunningSeen: number;
-  /** Highest `waiting` since start or `resetStats()`. */
-  maxWaitingSeen: number;
-  /** Work requests (completions, embeddings, echo) whose headers arrived, refused ones included. */
-  received: number;
-  /** Work requests answered 200 in full. */
-  completed: number;
-  /** Highest `running + waiting`: what clients had in flight here at once. */
-  maxInflightSeen: number;
-  /** Overflows: answered 503/429 or refused by destroying the socket (the sum of the next three). */
-  refused: number;
-  /** Overflows refused at the connection: the socket destroyed before any response byte, body unread. */
-  refusedConnections: number;
-  /** Overflows answered 429 (a provider's throttle). */
-  throttled: number;
-  /** Overflows answered 503. */
-  overloaded: number;
-  /** OOMs of this sim's machine since it started (shared sims report the same machine's count). */
-  oomEvents: number;
-  /** Work requests cut because the host went down under them (an OOM). */
-  cutByOom: number;
-  /** True while the host is down after an OOM (connections refused). */
-  down: boolean;
-  /** ∫ running dt in slot-milliseconds since start or `resetStats()`: utilization = Δ ÷ (maxNumSeqs × Δt). */
-  busySlotMs: number;
-  /** Work requests whose client went away (or that `close()` cut) before their answer ended. */
-  aborted: number;
-  /** Work requests answered 400. */
-  badRequests: number;
-  /** Body bytes read from work requests (a refused or overflowed body is never read). */
-  bodyBytesReceived: number;
-  /** The last `AUTH_HISTORY` Authorization header values received on work routes, oldest first. */
-  authHeadersSeen: string[];
-}
+export type { SimStats } from "./stats.js";
 
 /** How many Authorization values `stats().authHeadersSeen` keeps. */
 export const AUTH_HISTORY = 16;
@@ -240,15 +201,7 @@ class Sim implements SimServer, JobContext, MachineMember {
   }
 
   report(): string {
-    const s = this.stats();
-    const m = this.machine;
-    return (
-      `sim ${this.options.model} ${this.url} saw: max concurrency ${s.maxInflightSeen} ` +
-      `(max running ${s.maxRunningSeen} of ${this.options.maxNumSeqs}), ${s.completed} completed, ` +
-      `refusals ${s.refused} (connections ${s.refusedConnections}, 503 ${s.overloaded}), ` +
-      `throttles (429) ${s.throttled}, OOM events ${m.oomEvents}` +
-      (Number.isFinite(m.oomAt) ? ` (oom_at ${m.oomAt}, ${s.cutByOom} requests cut)` : "")
-    );
+    return simReport(this.options.model, this.url, this.options.maxNumSeqs, this.stats(), this.machine);
   }
 
   /** The host went down (an OOM on its machine): refuse connections, cut every request held. */
@@ -303,7 +256,7 @@ class Sim implements SimServer, JobContext, MachineMember {
     const prefix = this.options.echoPrefix;
     const kind = WORK_ROUTES[path] ?? (prefix !== null && path.startsWith(prefix) ? "echo" : undefined);
     if (kind === undefined) {
-      this.#onInfoRoute(path, req, res);
+      serveInfoRoute(path, req, res, this.options.model, () => this.#metricsText());
       return;
     }
     if (kind !== "echo" && req.method !== "POST") {
@@ -347,50 +300,28 @@ class Sim implements SimServer, JobContext, MachineMember {
     }
   }
 
-  #onInfoRoute(path: string, req: IncomingMessage, res: ServerResponse): void {
-    if (path !== "/health" && path !== "/metrics" && path !== "/v1/models") {
-      const message = `no route ${req.method} ${path}`;
-      sendJson(res, 404, errorBody(message, "invalid_request_error", "not_found"));
-      return;
-    }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      sendJson(res, 405, errorBody(`${req.method} ${path}: use GET`, "invalid_request_error"));
-      return;
-    }
-    req.resume();
+  /** One scrape: vLLM's names, then the sim's own (`sluice_sim_*`). */
+  #metricsText(): string {
     const o = this.options;
-    if (path === "/health") {
-      res.writeHead(200, { "content-length": 0 });
-      res.end();
-    } else if (path === "/metrics") {
-      const text = renderMetrics({
+    const s = this.scheduler;
+    return (
+      renderMetrics({
         model: o.model,
-        running: this.scheduler.running,
-        waiting: this.scheduler.waiting,
+        running: s.running,
+        waiting: s.waiting,
         maxNumSeqs: o.maxNumSeqs,
         success: this.#success,
         promptTokens: this.#promptTokens,
         generationTokens: this.#generationTokens,
-      });
-      const sim = renderSimMetrics({
+      }) +
+      renderSimMetrics({
         model: o.model,
-        maxRunning: this.scheduler.maxRunningSeen,
-        maxInflight: this.scheduler.maxInflightSeen,
+        maxRunning: s.maxRunningSeen,
+        maxInflight: s.maxInflightSeen,
         refusals: this.#refusals,
         oomEvents: this.machine.oomEvents,
-        busySlotSeconds: this.scheduler.busySlotMs() / 1000,
-      });
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
-      res.end(text + sim);
-    } else {
-      const model = {
-        id: o.model,
-        object: "model",
-        created: SIM_CREATED_S,
-        owned_by: "sluice-sim",
-        root: o.model,
-      };
-      sendJson(res, 200, JSON.stringify({ object: "list", data: [model] }));
-    }
+        busySlotSeconds: s.busySlotMs() / 1000,
+      })
+    );
   }
 }
