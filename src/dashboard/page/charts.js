@@ -82,13 +82,16 @@ export class LineChart {
   }
 
   /**
-   * Draws `data` over the x range [from, to] (unix seconds).
+   * Draws `data` over the x range [from, to] (unix seconds), or from its first point while it
+   * covers less than that (at least the last 30 s): a page opened a minute ago fills its charts
+   * instead of drawing in their last fifth.
    * @param {uPlot.AlignedData} data
    * @param {number} from
    * @param {number} to
    */
   update(data, from, to) {
-    this.#x = [from, to];
+    const first = data[0][0] ?? from;
+    this.#x = [Math.max(from, Math.min(first, to - 30)), to];
     this.#plot.setData(data);
   }
 
