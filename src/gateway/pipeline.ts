@@ -9,10 +9,15 @@
  * Phases are plain functions: only a phase that waits (reading a body, queueing, the upstream
  * call) returns a promise, so a request granted on arrival pays for no promise per phase.
  * See docs/lifecycle.md for the tree of steps and each one's refusal status.
+ *
+ * A capacity refusal to a client that retried before its last Retry-After, while the loop is
+ * saturated, is sent when that Retry-After ends, a second at most (pacing.ts); it is the same
+ * refusal.
  */
 import { isSluiceError } from "../core/errors.js";
 import type { GatewayParts, Phase, RequestContext } from "./context.js";
 import { HttpError } from "./http-error.js";
+import { held, holdUntil } from "./pacing.js";
 import { admit } from "./phases/admit.js";
 import { authenticate } from "./phases/authenticate.js";
 import { dispatch } from "./phases/dispatch.js";
@@ -39,6 +44,10 @@ export async function runPhases(ctx: RequestContext, gw: GatewayParts): Promise<
   } catch (error) {
     // The metrics count each refusal object once, whether the Governor reported it or not.
     if (error instanceof HttpError || isSluiceError(error)) ctx.refused = error;
+    if (isSluiceError(error) && ctx.lease === undefined) {
+      const until = holdUntil(ctx.req.socket, ctx.started, performance.now());
+      if (until > 0 && !(await held(ctx, gw, until))) return;
+    }
     sendError(ctx.res, error, ctx.id, gw.log, gw.governor, ctx.lane, ctx.priority);
   } finally {
     settle(ctx, gw);

@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { BreakerOpenError, QueueFullError, type SluiceError, StoreUnavailableError } from "../core/errors.js";
 import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+import { noteRefusal } from "./pacing.js";
 
 /** The lane's numbers at the moment of the refusal. */
 export interface LaneNumbers {
@@ -96,6 +97,7 @@ export function sendRefusal(
   const n = numbersOf(error, lane);
   // The header, the ms header and the body carry the same jittered value.
   const retryMs = jitteredRetryAfterMs(retryAfterOf(error));
+  noteRefusal(res.socket, performance.now(), retryMs);
   const body = JSON.stringify({
     error: {
       type: "sluice_capacity",

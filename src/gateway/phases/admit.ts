@@ -9,6 +9,8 @@
  * 4. the gateway bound, then the key and lane bounds when known (`Governor.check`/`checkKey`)
  *    → 429, sent with `Connection: close` in place of `100 Continue`, the upload discarded for a
  *    bounded time. In shadow mode the refusal is counted as would-refuse and the call goes on.
+ *    A client that retried before its last Retry-After while the loop is saturated gets the
+ *    refusal when that Retry-After ends, a second at most (pacing.ts).
  *
  * Nothing is counted before the request passes; then it holds the gateway bound until settle.
  */
@@ -17,6 +19,7 @@ import type { SluiceError } from "../../core/errors.js";
 import { PRIORITIES, type Priority, rankOf } from "../../core/priority.js";
 import { type GatewayParts, headerOf, type RequestContext, resolveModel } from "../context.js";
 import { HttpError } from "../http-error.js";
+import { held, holdUntil } from "../pacing.js";
 import { sendRefusal } from "../refusal.js";
 import { laneNumbers } from "../reply.js";
 
@@ -26,7 +29,7 @@ const DISCARD_BYTES = 1 << 20;
 /** Declared bodies up to this size are read and dropped after a pre-body refusal (keep-alive kept). */
 const SMALL_BODY_BYTES = 16 * 1024;
 
-export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
+export function admit(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   if (gw.draining) throw new HttpError(503, "draining", "the gateway is draining; retry on another replica");
   const priority = requestedClass(ctx.req);
   ctx.priority = priority;
@@ -38,6 +41,8 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
     const mode = ctx.model !== null ? ctx.model.mode : gw.config.admission.mode;
     if (mode === "enforce") {
       ctx.refused = refusal;
+      const until = holdUntil(ctx.req.socket, ctx.started, performance.now());
+      if (until > 0) return heldRefusal(ctx, gw, refusal, until);
       refuseBeforeBody(ctx, gw, refusal);
       return false;
     }
@@ -47,6 +52,17 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean {
   ctx.admitted = true;
   if (ctx.expectContinue) ctx.res.writeContinue();
   return true;
+}
+
+/** A pre-body refusal held until its connection's last Retry-After ends (pacing.ts). */
+async function heldRefusal(
+  ctx: RequestContext,
+  gw: GatewayParts,
+  refusal: SluiceError,
+  until: number,
+): Promise<false> {
+  if (await held(ctx, gw, until)) refuseBeforeBody(ctx, gw, refusal);
+  return false;
 }
 
 /** The key's and (when known) the lane's refusal right now; counts nothing. */

@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import type { Socket } from "node:net";
+import { describe, test } from "node:test";
+import { holdUntil, MAX_HOLD_MS, noteRefusal, setLoopSaturation } from "./pacing.js";
+
+/** Only the socket's identity matters to the pacing: it keys a WeakMap. */
+const socket = () => ({}) as Socket;
+
+describe("pacing of early retries", () => {
+  test("a connection never refused is never held", () => {
+    const restore = setLoopSaturation(() => true);
+    try {
+      assert.equal(holdUntil(socket(), 0, 0), 0);
+      assert.equal(holdUntil(null, 0, 0), 0);
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("a retry before Retry-After is held until it while the loop is saturated, and answered at once when not", () => {
+    const s = socket();
+    noteRefusal(s, 1000, 1200);
+    const restore = setLoopSaturation(() => true);
+    try {
+      assert.equal(holdUntil(s, 1210, 1211), 2200, "held until 1000 + 1200");
+      setLoopSaturation(() => false);
+      assert.equal(holdUntil(s, 1210, 1211), 0, "the loop keeps up: at once");
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("a retry at or after Retry-After, or one whose hold has already passed, is answered at once", () => {
+    const s = socket();
+    noteRefusal(s, 1000, 1200);
+    const restore = setLoopSaturation(() => true);
+    try {
+      assert.equal(holdUntil(s, 2200, 2200), 0, "came back when told");
+      assert.equal(holdUntil(s, 2300, 2301), 0, "came back later");
+      assert.equal(holdUntil(s, 1500, 2200), 0, "arrived early, decided once the time had come");
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("each refusal moves its connection's time to come back", () => {
+    const s = socket();
+    const restore = setLoopSaturation(() => true);
+    try {
+      noteRefusal(s, 1000, 1000);
+      noteRefusal(s, 2000, 1500);
+      assert.equal(holdUntil(s, 2600, 2600), 3500);
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("a hold lasts at most MAX_HOLD_MS, however long the Retry-After (a breaker's cooldown)", () => {
+    const s = socket();
+    noteRefusal(s, 1000, 60_000);
+    const restore = setLoopSaturation(() => true);
+    try {
+      assert.equal(MAX_HOLD_MS, 1000);
+      assert.equal(holdUntil(s, 1005, 1006), 1006 + MAX_HOLD_MS);
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Retry storms (issue 13; seed 000: callers retried at once and made it worse). A refusal tells
+ * its client when to come back (Retry-After). A client that sends again on the same connection
+ * before then, while this gateway's event loop is saturated, gets its next refusal — the same
+ * status, headers and body, decided and counted when the request arrived — only when the
+ * Retry-After it ignored has passed. While its answer is held the client sends nothing more (one
+ * request at a time per HTTP/1.1 connection), so a storm of immediate retries costs one refusal
+ * per connection per Retry-After instead of as many as the loop can answer; the answers coming
+ * back from the pods no longer wait behind them, and the pods stay busy.
+ *
+ * Nothing changes for a client that honours Retry-After, for a request that is admitted (a
+ * connection's next call to another lane goes through at once), or while the loop keeps up: the
+ * overload (c) clients of bench:gateway, 50 ms apart, are answered at once as before.
+ *
+ * "Saturated" is the event loop's utilization (the share of time not waiting for I/O, as
+ * fastify's under-pressure reads it) over a window of at least {@link SAMPLE_MS} in which at
+ * least {@link MIN_EARLY_RETRIES} early retries were refused, sampled only when an early retry
+ * is refused; one saturated window keeps pacing on for {@link PACING_MS}, so the storm does not
+ * come back for the moment the loop looks idle because it is paced. A hold lasts at most
+ * {@link MAX_HOLD_MS}.
+ */
+import type { Socket } from "node:net";
+import { type EventLoopUtilization, performance } from "node:perf_hooks";
+import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+import type { GatewayParts, RequestContext } from "./context.js";
+
+/** A utilization sample covers at least this long. */
+export const SAMPLE_MS = 250;
+/** A sample at or above this share of busy time counts as saturated… */
+export const SATURATED_UTILIZATION = 0.9;
+/**
+ * …when at least this many early retries were refused in it (200 a second): the loop is busy
+ * because of a storm, not because of a burst of work while a few clients retry early.
+ */
+export const MIN_EARLY_RETRIES = 50;
+/** Pacing stays on this long after the last saturated sample. */
+export const PACING_MS = 10_000;
+/**
+ * A refusal is held at most this long, whatever its Retry-After: a breaker's cooldown or a
+ * quota's reset can be a minute, longer than a client should wait for its answer. One second
+ * is the shortest Retry-After sluice gives, and it already limits a storming connection to one
+ * refusal a second.
+ */
+export const MAX_HOLD_MS = MIN_RETRY_AFTER_MS;
+
+/** When each connection's last refusal told its client to come back (performance.now() ms). */
+const retryAt = new WeakMap<Socket, number>();
+
+let lastSample: EventLoopUtilization = performance.eventLoopUtilization();
+let lastSampleAt = performance.now();
+/** Early retries refused since `lastSampleAt`. */
+let early = 0;
+let pacingUntil = Number.NEGATIVE_INFINITY;
+
+/** How saturation is read; replaced in tests. */
+let saturated: (now: number) => boolean = sampleLoop;
+
+/** Records that a refusal sent on `socket` at `now` asked its client to wait `retryMs`. */
+export function noteRefusal(socket: Socket | null, now: number, retryMs: number): void {
+  if (socket !== null) retryAt.set(socket, now + retryMs);
+}
+
+/**
+ * When to send the refusal of a request that arrived on `socket` at `arrivedAt`: 0 for at once,
+ * else the time (performance.now() ms) its connection's previous refusal said to come back, at
+ * most {@link MAX_HOLD_MS} from `now` — when the request came before it and the loop is saturated.
+ */
+export function holdUntil(socket: Socket | null, arrivedAt: number, now: number): number {
+  if (socket === null) return 0;
+  const until = retryAt.get(socket);
+  if (until === undefined || arrivedAt >= until || now >= until) return 0;
+  return saturated(now) ? Math.min(until, now + MAX_HOLD_MS) : 0;
+}
+
+/** Counts one early retry and says whether the loop is saturated by them (see the constants). */
+function sampleLoop(now: number): boolean {
+  early++;
+  if (now - lastSampleAt >= SAMPLE_MS) {
+    const current = performance.eventLoopUtilization();
+    const { utilization } = performance.eventLoopUtilization(current, lastSample);
+    if (utilization >= SATURATED_UTILIZATION && early >= MIN_EARLY_RETRIES) pacingUntil = now + PACING_MS;
+    lastSample = current;
+    lastSampleAt = now;
+    early = 0;
+  }
+  return now < pacingUntil;
+}
+
+/**
+ * Replaces how saturation is read (tests pass `() => true` to pace every early retry, or
+ * `() => false` for never) and returns the one it replaced, to put back.
+ */
+export function setLoopSaturation(read: (now: number) => boolean): (now: number) => boolean {
+  const previous = saturated;
+  saturated = read;
+  return previous;
+}
+
+/**
+ * Holds a refusal until `until` (pacing.ts: the client retried before the Retry-After it was
+ * given, while the loop is saturated). What the request holds is given back first — the
+ * admission bound and its buffered body — so a held refusal takes no one's room; settle then has
+ * nothing left to give. Resolves false when the client left meanwhile (no one to answer).
+ */
+export function held(ctx: RequestContext, gw: GatewayParts, until: number): Promise<boolean> {
+  if (ctx.admitted) {
+    gw.governor.leave();
+    ctx.admitted = false;
+  }
+  gw.buffers.used -= ctx.bodyBytes;
+  ctx.bodyBytes = 0;
+  return new Promise((resolve) => {
+    const { res } = ctx;
+    const done = () => {
+      clearTimeout(timer);
+      res.off("close", done);
+      resolve(!ctx.clientGone);
+    };
+    const timer = setTimeout(done, Math.max(0, until - performance.now()));
+    res.on("close", done);
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * Retry storms (issue 13, src/gateway/pacing.ts): while the loop is saturated, a client that
+ * retries on its connection before the Retry-After it was given gets the same refusal once that
+ * Retry-After has passed; a client on another connection is answered meanwhile. Saturation is
+ * forced here (`setLoopSaturation`), so the tests do not depend on how busy the machine is.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
+import { setLoopSaturation } from "../../src/gateway/pacing.js";
+import {
+  assertNothingLeft,
+  call,
+  chatBody,
+  completeAnswer,
+  delay,
+  held,
+  LogCapture,
+  model,
+  parseRaw,
+  type RawExchange,
+  rawConnect,
+  type Stack,
+  SUITE,
+  startStack,
+  waitFor,
+} from "./helpers.js";
+
+/** One keep-alive chat request for `lane`, as raw bytes. */
+function request(lane: string): string {
+  const body = chatBody(lane);
+  return `POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** `sluice_refusals_total{lane="full",reason="queue_full"}` now. */
+async function refusals(stack: Stack): Promise<number> {
+  const text = (await call(stack.url, "/metrics")).text;
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith('sluice_refusals_total{lane="full",reason="queue_full"} '));
+  return Number(line?.split(" ")[1] ?? 0);
+}
+
+/** Waits for the next whole answer on `raw` after the first `from` characters; returns it parsed. */
+async function answerAfter(raw: RawExchange, from: number, timeoutMs = 5000) {
+  await waitFor("a whole answer", () => completeAnswer(raw.received().slice(from)), timeoutMs);
+  return { ...parseRaw(raw.received().slice(from)), end: raw.received().length };
+}
+
+describe("retry storms: early retries while the loop is saturated", SUITE, () => {
+  let stack: Stack;
+  const log = new LogCapture();
+  let restore: (now: number) => boolean;
+  const hold = new AbortController();
+
+  before(async () => {
+    restore = setLoopSaturation(() => true);
+    stack = await startStack({
+      sims: [{ maxNumSeqs: 1, serviceMs: 60_000 }],
+      // One slot, no queue: every call but the held one is refused queue_full.
+      config: ([pod]) => ({ models: [model("full", [pod!])] }),
+      logger: pino({ level: "info" }, log.stream),
+    });
+    void held(stack.url, "full", hold.signal);
+    await waitFor("the held call to run", () => stack.sims[0]!.stats().running === 1);
+  });
+  after(async () => {
+    setLoopSaturation(restore);
+    hold.abort();
+    await stack.close();
+  });
+
+  test("a retry sent at once gets the same refusal after its Retry-After; another client is answered meanwhile", async () => {
+    const a = await rawConnect(stack.port, request("full"));
+    const first = await answerAfter(a, 0);
+    assert.equal(first.status, 429);
+    assert.equal(first.headers["x-sluice-reason"], "queue_full");
+    assert.ok(Number(first.headers["retry-after-ms"]) >= 1000);
+
+    a.socket.write(request("full")); // ignores Retry-After
+    const b = await rawConnect(stack.port, request("full"));
+    const other = await answerAfter(b, 0);
+    assert.equal(other.status, 429, "a client on another connection is refused at once");
+    assert.equal(a.received().length, first.end, "the early retry is not answered yet");
+
+    const second = await answerAfter(a, first.end);
+    assert.equal(second.status, 429);
+    assert.equal(second.headers["x-sluice-reason"], "queue_full");
+    assert.equal(second.headers.connection, "keep-alive", "the connection stays open");
+    const error = (JSON.parse(second.body) as { error: Record<string, unknown> }).error;
+    assert.equal(error.code, "queue_full");
+    assert.equal(error.retry_after_ms, Number(second.headers["retry-after-ms"]));
+    a.socket.destroy();
+    b.socket.destroy();
+  });
+
+  test("a client that leaves while its refusal is held gets nothing, and nothing stays counted", async () => {
+    const a = await rawConnect(stack.port, request("full"));
+    const first = await answerAfter(a, 0);
+    assert.equal(first.status, 429);
+    const settled = () => log.records().filter((r) => r.msg === "request").length;
+    const before = settled();
+    const decided = await refusals(stack);
+    a.socket.write(request("full"));
+    // The early retry is decided (and counted) before the client leaves.
+    for (let i = 0; i < 300 && (await refusals(stack)) === decided; i++) await delay(10);
+    assert.equal(await refusals(stack), decided + 1, "the early retry was refused and counted");
+    a.socket.destroy();
+    await waitFor("the held request to settle", () => settled() > before);
+    const line = log
+      .records()
+      .filter((r) => r.msg === "request")
+      .at(-1)!;
+    assert.equal(line.outcome, "client_gone");
+    assert.equal(stack.gateway.governor.admitted, 1, "only the held call is admitted");
+    hold.abort();
+    await assertNothingLeft(stack);
+  });
+});
