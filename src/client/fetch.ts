@@ -119,7 +119,8 @@ export function createSluiceFetch(options: SluiceFetchOptions): SluiceFetch {
       if (advertised) window.advertise(advertised.width, advertised.queueLimit);
       const congested = res.status === 429;
       if (sluiceRefusal(res) === undefined || !replayable || retry >= maxRetries) {
-        return holdUntilEnd(res, window, slot, congested ? "congestion" : res.ok ? "success" : "neutral");
+        const outcome = congested ? "congestion" : res.status < 400 ? "success" : "neutral";
+        return holdUntilEnd(res, window, slot, outcome);
       }
       window.release(slot, congested ? "congestion" : "neutral");
       const wait = retryDelayMs(retryAfterMsOf(res.headers), retry + 1, random);
