@@ -4,7 +4,7 @@
  * applied from the one table (`core/defaults.ts`). Defaults that depend on other keys (a model's
  * `queue_limit`, a pod's `gpu_group`, …), the ones whose absence a warning needs to see, and the
  * checks across keys are applied afterwards, in `normalize.ts`. A key of a feature that is not
- * built yet is refused with an error that says so (`notBuilt`).
+ * built yet is refused with an error that says so (`notBuilt` in leaves.ts; none is left today).
  */
 import { z } from "zod";
 import { DEFAULTS } from "../core/defaults.js";
@@ -19,7 +19,6 @@ import {
   int,
   listen,
   name,
-  notBuilt,
   oneOf,
   optional,
   pathPrefix,
