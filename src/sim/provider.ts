@@ -201,7 +201,10 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
     let p: SimRequest;
     try {
       p = parseSimRequest(kind, body, options.model ?? "provider-model");
-      p.promptTokens = promptTokens(JSON.parse(body.toString("utf8")) as Record<string, unknown>, body.length);
+      p.promptTokens = promptTokens(
+        JSON.parse(body.toString("utf8")) as Record<string, unknown>,
+        body.length,
+      );
     } catch (error) {
       const param = error instanceof SimBadRequestError ? error.param : null;
       res.writeHead(400, { "content-type": "application/json" });
