@@ -22,6 +22,7 @@ import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { resolveTarget } from "./paths.js";
 import { runPhases } from "./pipeline.js";
+import { flushRefusals } from "./refusal-log.js";
 import { sendError } from "./reply.js";
 import { isDashboardPath, serveDashboard } from "./routes/dashboard.js";
 import { readiness, serveReadyz } from "./routes/health.js";
@@ -171,6 +172,7 @@ export class Gateway {
     this.#poller.stop();
     this.#streams.closeAll();
     this.metrics.close();
+    flushRefusals(this.#parts.log);
     this.#breakerLog[Symbol.dispose]();
     this.governor.close();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));

@@ -4,7 +4,8 @@
  * outcome), the gateway bound, the buffered bytes — then count it and write one log line.
  *
  * The log line is `info`, or `warn` when an upstream attempt failed or the call ended in an
- * upstream or gateway error: a dead pod is never silent. It names the lane that served the call
+ * upstream or gateway error: a dead pod is never silent. A refusal's line is `debug`; at `info`
+ * refusals are counted into one `"refusals"` line a second instead (refusal-log.ts). It names the lane that served the call
  * (on fallback, the fallback; `fallback_from` the lane asked for), the method and the path
  * (without its query, which may carry a credential), the body bytes actually sent, and every
  * failed upstream attempt with its detail — the detail the client's answer never carries.
@@ -14,6 +15,7 @@ import type { RequestOutcome } from "../../metrics/names.js";
 import type { GatewayParts, RequestContext } from "../context.js";
 import { CountedResponse } from "../counted-response.js";
 import { HttpError } from "../http-error.js";
+import { countRefusal } from "../refusal-log.js";
 
 export function settle(ctx: RequestContext, gw: GatewayParts): void {
   const { res, lease, result, refused, failures } = ctx;
@@ -43,8 +45,17 @@ export function settle(ctx: RequestContext, gw: GatewayParts): void {
   }
   metrics.request({ lane, key: ctx.caller?.id, status: res.statusCode, outcome, seconds });
 
-  const level =
+  let level: "warn" | "info" | "debug" =
     failures !== null || outcome === "upstream_error" || outcome === "internal_error" ? "warn" : "info";
+  if (outcome === "refused" && level === "info") {
+    // Refusals come by the thousand under overload: at info they are counted (refusal-log.ts).
+    if (!gw.log.isLevelEnabled("debug")) {
+      if (gw.log.isLevelEnabled("info"))
+        countRefusal(gw.log, lane, refused!.code, ctx.caller?.id, res.statusCode);
+      return;
+    }
+    level = "debug";
+  }
   if (!gw.log.isLevelEnabled(level)) return;
   gw.log[level](
     {
