@@ -117,7 +117,11 @@ export class Pod implements Budget {
 
   /** Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the path). */
   hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
-    return this.inflight + this.others < this.width.width && this.pausedUntil <= nowMs && this.breaker.allows(nowMs);
+    return (
+      this.inflight + this.others < this.width.width &&
+      this.pausedUntil <= nowMs &&
+      this.breaker.allows(nowMs)
+    );
   }
 
   take(): void {

@@ -147,7 +147,7 @@ describe("fleet mode: two gateway processes on one Redis", { timeout: 60_000 }, 
     child.stderr!.on("data", (c: Buffer) => {
       stderr += c.toString();
     });
-    const [code] = (await new Promise((r) => child.once("exit", (...a) => r(a)))) as [number];
+    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
     assert.equal(code, 2);
     assert.match(stderr, /--workers > 1 needs store: redis/);
   });
