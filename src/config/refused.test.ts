@@ -8,20 +8,7 @@ import { assertUpstreamKeys } from "./checks.js";
 import { ConfigErrors } from "./issues.js";
 import { loadConfigText } from "./load.js";
 import { parseConfig } from "./schema.js";
-
-function config(extra: Record<string, unknown> = {}, model: Record<string, unknown> = {}): unknown {
-  return { models: [{ name: "m", pods: [{ url: "http://10.0.0.1:8000" }], ...model }], ...extra };
-}
-
-function refusal(input: unknown, options?: Parameters<typeof parseConfig>[2]): ConfigErrors {
-  try {
-    parseConfig(input, undefined, options);
-  } catch (e) {
-    assert.ok(e instanceof ConfigErrors, `expected ConfigErrors, got ${String(e)}`);
-    return e;
-  }
-  return assert.fail("expected the config to be refused");
-}
+import { config, invalid } from "./test-helpers.js";
 
 describe("the store and fleet mode", () => {
   test("store: redis://… and rediss://… select the fleet store, with the fleet's defaults", () => {
@@ -52,7 +39,7 @@ describe("the store and fleet mode", () => {
   });
 
   test("fleet settings with store: memory are refused (they would do nothing)", () => {
-    const e = refusal(config({ fleet: { lease_ttl_s: 10 } }));
+    const e = invalid(config({ fleet: { lease_ttl_s: 10 } }));
     assert.equal(e.path, "fleet.lease_ttl_s");
     assert.match(e.expected, /no fleet settings with store: memory/);
   });
@@ -68,17 +55,17 @@ describe("the store and fleet mode", () => {
       [config(fleet, { rpm: 10 }), "models[0].rpm"],
     ];
     for (const [input, path] of cases) {
-      const e = refusal(input);
+      const e = invalid(input);
       assert.equal(e.path, path);
       assert.match(e.expected, /with store: redis:\/\/ \(not shared across replicas yet/);
     }
   });
 
   test("an invalid store is reported without the password it may carry", () => {
-    const e = refusal(config({ store: "redis://:s3cret@bad host:6379" }));
+    const e = invalid(config({ store: "redis://:s3cret@bad host:6379" }));
     assert.equal(e.path, "store");
     assert.ok(!e.message.includes("s3cret"), e.message);
-    const other = refusal(config({ store: "etcd://x" }));
+    const other = invalid(config({ store: "etcd://x" }));
     assert.match(other.expected, /^memory, or a Redis URL/);
   });
 
@@ -97,7 +84,7 @@ describe("the store and fleet mode", () => {
 
 describe("keys that would change nothing", () => {
   test("parse_permits is an unknown key that says why it was removed and what bounds parsing", () => {
-    const e = refusal(config({ admission: { parse_permits: 4 } }));
+    const e = invalid(config({ admission: { parse_permits: 4 } }));
     assert.equal(e.path, "admission.parse_permits");
     assert.match(
       e.message,
@@ -107,14 +94,14 @@ describe("keys that would change nothing", () => {
   });
 
   test("an account without max_inflight, tpm or rpm is refused: it would bound nothing", () => {
-    const e = refusal(config({ accounts: { prod: { models: ["m"] } } }));
+    const e = invalid(config({ accounts: { prod: { models: ["m"] } } }));
     assert.equal(e.path, "accounts.prod");
     assert.equal(e.expected, "at least one of max_inflight, tpm, rpm");
   });
 
   test("max_waiting or metrics_poll_s without any pod metrics_url is refused", () => {
     for (const key of ["max_waiting", "metrics_poll_s"]) {
-      const e = refusal(config({}, { adaptive: { [key]: 2 } }));
+      const e = invalid(config({}, { adaptive: { [key]: 2 } }));
       assert.equal(e.path, `models[0].adaptive.${key}`);
       assert.equal(e.expected, "a pod of this model with a metrics_url");
       assert.equal(e.received, 2);
@@ -126,7 +113,7 @@ describe("keys that would change nothing", () => {
   });
 
   test("a metrics_url under adaptive: false is refused: the metrics only narrow an adaptive width", () => {
-    const e = refusal(
+    const e = invalid(
       config({}, { adaptive: false, pods: [{ url: "http://x:1", metrics_url: "http://x:1/m" }] }),
     );
     assert.equal(e.path, "models[0].pods[0].metrics_url");
@@ -138,7 +125,7 @@ describe("upstream_api_key_env", () => {
 
   test("naming a variable unset in the environment given refuses the config, naming model and variable", () => {
     for (const env of [{}, { SLUICE_TEST_KEY: "" }]) {
-      const e = refusal(keyed, { env });
+      const e = invalid(keyed, { env });
       assert.equal(e.path, "models[0].upstream_api_key_env");
       assert.equal(e.received, "SLUICE_TEST_KEY");
       assert.match(e.message, /model m sends its upstream key from SLUICE_TEST_KEY, which is not set/);

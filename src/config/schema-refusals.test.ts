@@ -1,29 +1,10 @@
 /** parseConfig: every way a config is refused, each error naming the key path, what was expected and what arrived. */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { parse } from "yaml";
 import { ConfigError, isConfigError } from "../core/errors.js";
 import { ConfigErrors } from "./issues.js";
 import { parseConfig } from "./schema.js";
-
-const _FULL = parse(readFileSync(new URL("../../test/config/full.yaml", import.meta.url), "utf8"));
-const DIGEST = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"; // sha256("test")
-
-/** The smallest valid config, with `extra` merged at the top and `model` into the one model. */
-function config(extra: Record<string, unknown> = {}, model: Record<string, unknown> = {}): unknown {
-  return { models: [{ name: "m", pods: [{ url: "http://10.0.0.1:8000" }], ...model }], ...extra };
-}
-
-function invalid(input: unknown): ConfigErrors {
-  try {
-    parseConfig(input);
-  } catch (e) {
-    assert.ok(e instanceof ConfigErrors, `expected ConfigErrors, got ${String(e)}`);
-    return e;
-  }
-  return assert.fail("expected the config to be refused");
-}
+import { config, DIGEST, invalid } from "./test-helpers.js";
 
 describe("parseConfig refusals", () => {
   const cases: { name: string; input: unknown; path: string; expected: RegExp; received?: unknown }[] = [
