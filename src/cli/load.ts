@@ -39,8 +39,8 @@ options:
                      hardware changed, and calls a worse number a regression only if neither did
   --gateway URL      drive a gateway already running instead of starting one; it must serve the
                      pods this tool starts at --sim-base-port (get its config from --print-config)
-  --sim-base-port P  first port of the simulated pods (default: free ports; ${DEFAULT_SIM_BASE_PORT} with
-                     --gateway or --print-config)
+  --sim-base-port P  first port of the simulated pods (default: free ports, or ${DEFAULT_SIM_BASE_PORT} when
+                     a gateway is given or the config printed)
   --print-config     print the gateway config for the profile's pods and exit
   --only SIDE        run one side only: sluice | direct
   --json             print the receipt instead of the table

@@ -70,11 +70,15 @@ export interface PodStats {
 /** One client group's view. */
 export interface GroupStats {
   offered: number;
+  /** HTTP requests sent, retries included. */
+  attempts: number;
   completed: number;
   /** completed ÷ offered. */
   success_rate: number;
   /** Requests not completed, by their last attempt's code. */
   refused: Record<string, number>;
+  /** Every attempt that was not `ok`, by code. */
+  failed_attempts: Record<string, number>;
   latency_ms: Percentiles | null;
   queue_wait_ms: Percentiles | null;
 }
@@ -184,8 +188,11 @@ export function clientStats(
   let sized = 0;
   let mismatches = 0;
   const groupLatency = groupNames.map(() => [] as number[]);
+  const groupFailed = groupNames.map(() => ({}) as Record<string, number>);
+  const groupAttempts = groupNames.map(() => 0);
   const groupQueue = groupNames.map(() => [] as number[]);
   for (const a of attempts) {
+    groupAttempts[a.group]!++;
     if (a.code === "ok") {
       latency.push(a.ms);
       groupLatency[a.group]!.push(a.ms);
@@ -196,6 +203,7 @@ export function clientStats(
       continue;
     }
     count(failed, a.code);
+    count(groupFailed[a.group]!, a.code);
     if (a.code === "bytes_mismatch") mismatches++;
     if (a.sluiceRefusal) {
       refusalMs.push(a.ms);
@@ -225,9 +233,11 @@ export function clientStats(
     const g = perGroup[i]!;
     groups[name] = {
       offered: g.offered,
+      attempts: groupAttempts[i]!,
       completed: g.completed,
       success_rate: g.offered === 0 ? 1 : g.completed / g.offered,
       refused: g.refused,
+      failed_attempts: groupFailed[i]!,
       latency_ms: percentiles(groupLatency[i]!),
       queue_wait_ms: percentiles(groupQueue[i]!),
     };

@@ -22,101 +22,108 @@ const RETRY: RetryPolicy = {
   backoff: { baseMs: 1_000, maxMs: 8_000 },
 };
 
-export const sharedGpu: LoadProfile = {
-  name: "shared-gpu",
-  seed: "001",
-  title: "three demand sources on one GPU box with an OOM point: the host goes away, or a group budget holds",
-  story: [
-    `one GB10 host: qwen and bge-m3 each configured for 64 sequences, memory for ${OOM_AT} across both`,
-    "embeddings (24 at once), enrichment (24, bulk) and orchestration (16, interactive), each sized locally",
-    `through sluice: qwen 32, bge-m3 16, GPU group gb10 ${GROUP_BUDGET}`,
-  ],
-  defaultScale: 0.1,
-  machines: { gb10: { oomAt: OOM_AT, downMs: 15_000 } },
-  pods: [
-    {
-      model: "qwen",
-      machine: "gb10",
-      options: { maxNumSeqs: 64, serviceMs: 3_000, defaultOutputTokens: 64, tokensPerSecond: 0, seed: 1 },
-    },
-    {
-      model: "bge-m3",
-      machine: "gb10",
-      options: { maxNumSeqs: 64, serviceMs: 300, embeddingDims: 16, seed: 2 },
-    },
-  ],
-  config: (urls, s) => ({
-    listen: "127.0.0.1:0",
-    admission: { max_concurrency: 128, max_queued: 512, queue_timeout_s: s(120) },
-    models: [
+/** Seed 001's box, offered for `durationMs` of seed time (the tests' short run is shorter). */
+export function sharedGpuProfile(durationMs = DURATION_MS): LoadProfile {
+  return {
+    name: "shared-gpu",
+    seed: "001",
+    title:
+      "three demand sources on one GPU box with an OOM point: the host goes away, or a group budget holds",
+    story: [
+      `one GB10 host: qwen and bge-m3 each configured for 64 sequences, memory for ${OOM_AT} across both`,
+      "embeddings (24 at once), enrichment (24, bulk) and orchestration (16, interactive), each sized locally",
+      `through sluice: qwen 32, bge-m3 16, GPU group gb10 ${GROUP_BUDGET}`,
+    ],
+    defaultScale: 0.1,
+    machines: { gb10: { oomAt: OOM_AT, downMs: 15_000 } },
+    pods: [
       {
-        name: "qwen",
-        max_concurrent_requests: 32,
-        reserve: 4,
-        queue_limit: 256,
-        queue_timeout_s: s(120),
-        pods: (urls.qwen ?? []).map((url) => ({ url, max_inflight: 32, gpu_group: "gb10" })),
+        model: "qwen",
+        machine: "gb10",
+        options: { maxNumSeqs: 64, serviceMs: 3_000, defaultOutputTokens: 64, tokensPerSecond: 0, seed: 1 },
       },
       {
-        name: "bge-m3",
-        max_concurrent_requests: 16,
-        reserve: 0,
-        queue_limit: 256,
-        queue_timeout_s: s(120),
-        pods: (urls["bge-m3"] ?? []).map((url) => ({ url, max_inflight: 16, gpu_group: "gb10" })),
+        model: "bge-m3",
+        machine: "gb10",
+        options: { maxNumSeqs: 64, serviceMs: 300, embeddingDims: 16, seed: 2 },
       },
     ],
-    gpu_groups: { gb10: { max_inflight: GROUP_BUDGET } },
-  }),
-  groups: [
-    {
-      name: "embeddings",
-      request: { kind: "embedding", model: "bge-m3" },
-      arrival: { kind: "closed", clients: 24 },
-      retry: { sluice: RETRY, direct: RETRY },
-    },
-    {
-      name: "enrichment",
-      request: { kind: "chat", model: "qwen", maxTokens: 64 },
-      priority: "bulk",
-      arrival: { kind: "closed", clients: 24 },
-      retry: { sluice: RETRY, direct: RETRY },
-    },
-    {
-      name: "orchestration",
-      request: { kind: "chat", model: "qwen", stream: true, maxTokens: 64 },
-      priority: "interactive",
-      arrival: { kind: "closed", clients: 16, thinkMs: 2_000 },
-      retry: { sluice: RETRY, direct: RETRY },
-    },
-  ],
-  durationMs: DURATION_MS,
-  drainMs: 60_000,
-  checks(sluice) {
-    const maxRunning = sluice.machine_max_running.gb10 ?? 0;
-    return [
+    config: (urls, s) => ({
+      listen: "127.0.0.1:0",
+      admission: { max_concurrency: 128, max_queued: 512, queue_timeout_s: s(120) },
+      models: [
+        {
+          name: "qwen",
+          max_concurrent_requests: 32,
+          reserve: 4,
+          queue_limit: 256,
+          queue_timeout_s: s(120),
+          pods: (urls.qwen ?? []).map((url) => ({ url, max_inflight: 32, gpu_group: "gb10" })),
+        },
+        {
+          name: "bge-m3",
+          max_concurrent_requests: 16,
+          reserve: 0,
+          queue_limit: 256,
+          queue_timeout_s: s(120),
+          pods: (urls["bge-m3"] ?? []).map((url) => ({ url, max_inflight: 16, gpu_group: "gb10" })),
+        },
+      ],
+      gpu_groups: { gb10: { max_inflight: GROUP_BUDGET } },
+    }),
+    groups: [
       {
-        name: "OOM events through sluice",
-        target: "0",
-        value: `${sluice.oom_events}`,
-        met: sluice.oom_events === 0,
+        name: "embeddings",
+        request: { kind: "embedding", model: "bge-m3" },
+        arrival: { kind: "closed", clients: 24 },
+        retry: { sluice: RETRY, direct: RETRY },
       },
       {
-        name: "sequences running at once on the box through sluice (the GPU-group budget)",
-        target: `≤ ${GROUP_BUDGET}`,
-        value: `${maxRunning}`,
-        met: maxRunning <= GROUP_BUDGET,
+        name: "enrichment",
+        request: { kind: "chat", model: "qwen", maxTokens: 64 },
+        priority: "bulk",
+        arrival: { kind: "closed", clients: 24 },
+        retry: { sluice: RETRY, direct: RETRY },
       },
-    ];
-  },
-  directChecks(direct) {
-    return [
       {
-        name: "OOM events without sluice",
-        target: "> 0",
-        value: `${direct.oom_events}`,
-        met: direct.oom_events > 0,
+        name: "orchestration",
+        request: { kind: "chat", model: "qwen", stream: true, maxTokens: 64 },
+        priority: "interactive",
+        arrival: { kind: "closed", clients: 16, thinkMs: 2_000 },
+        retry: { sluice: RETRY, direct: RETRY },
       },
-    ];
-  },
-};
+    ],
+    durationMs,
+    drainMs: 60_000,
+    checks(sluice) {
+      const maxRunning = sluice.machine_max_running.gb10 ?? 0;
+      return [
+        {
+          name: "OOM events through sluice",
+          target: "0",
+          value: `${sluice.oom_events}`,
+          met: sluice.oom_events === 0,
+        },
+        {
+          name: "sequences running at once on the box through sluice (the GPU-group budget)",
+          target: `≤ ${GROUP_BUDGET}`,
+          value: `${maxRunning}`,
+          met: maxRunning <= GROUP_BUDGET,
+        },
+      ];
+    },
+    directChecks(direct) {
+      return [
+        {
+          name: "OOM events without sluice",
+          target: "> 0",
+          value: `${direct.oom_events}`,
+          met: direct.oom_events > 0,
+        },
+      ];
+    },
+  };
+}
+
+/** Seed 001 at its own size: 90 s of the three sources. */
+export const sharedGpu: LoadProfile = sharedGpuProfile();
