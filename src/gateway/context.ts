@@ -64,6 +64,8 @@ export interface DispatchResult {
   /** Set when the client went away mid-call. */
   clientGone: boolean;
   error: string | undefined;
+  /** Ms from sending the attempt that answered to its answer's head (`sluice_upstream_ttfb_seconds`). */
+  ttfbMs: number | undefined;
 }
 
 /** Why one upstream attempt failed (DESIGN's `upstream_failures_total` causes). */

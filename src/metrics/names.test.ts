@@ -6,7 +6,7 @@ import { METRICS, MetricIds, QUEUE_WAIT_BUCKETS_S } from "./names.js";
 import { type MetricSink, NoopSink } from "./sink.js";
 import { writeSnapshotGauges } from "./snapshot-gauges.js";
 
-// DESIGN §4, verbatim: name and labels (upstream_ttfb_seconds{lane} is not built yet).
+// The contract's metrics, verbatim: name and labels.
 const DESIGN_4 = {
   sluice_lane_inflight: ["lane"],
   sluice_lane_queue_depth: ["lane", "priority"],
@@ -22,6 +22,7 @@ const DESIGN_4 = {
   sluice_key_inflight: ["key"],
   sluice_key_requests_total: ["key", "outcome"],
   sluice_tokens_total: ["lane", "kind"],
+  sluice_upstream_ttfb_seconds: ["lane"],
   sluice_group_inflight: ["group"],
   sluice_store_errors_total: [],
   sluice_would_refuse_total: ["lane", "reason"],

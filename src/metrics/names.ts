@@ -19,6 +19,11 @@ export const REQUEST_DURATION_BUCKETS_S: readonly number[] = [
   0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 ];
 
+/** Buckets of `sluice_upstream_ttfb_seconds`: from a loopback answer to a long prefill. */
+export const TTFB_BUCKETS_S: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
+
 /** Names of every metric, by a short id (Netflix's `MetricIds`). */
 export const MetricIds = {
   laneInflight: "sluice_lane_inflight",
@@ -35,6 +40,7 @@ export const MetricIds = {
   upstreamOverloadsTotal: "sluice_upstream_overloads_total",
   upstreamFailuresTotal: "sluice_upstream_failures_total",
   tokensTotal: "sluice_tokens_total",
+  upstreamTtfbSeconds: "sluice_upstream_ttfb_seconds",
   groupInflight: "sluice_group_inflight",
   storeErrorsTotal: "sluice_store_errors_total",
   requestsTotal: "sluice_requests_total",
@@ -133,6 +139,12 @@ export const METRICS = {
     kind: "counter",
     help: "Failed upstream attempts, re-dispatched or not, by pod and cause (refused, reset, timeout, status).",
     labels: ["pod", "cause"],
+  },
+  [MetricIds.upstreamTtfbSeconds]: {
+    kind: "histogram",
+    help: "Time from sending a call to its pod to the first byte of the pod's answer (its headers), by lane.",
+    labels: ["lane"],
+    buckets: TTFB_BUCKETS_S,
   },
   [MetricIds.tokensTotal]: {
     kind: "counter",

@@ -133,6 +133,7 @@ describe("PrometheusMetrics", () => {
     metrics.tokens("chat", "prompt", 120);
     metrics.tokens("chat", "completion", 30);
     metrics.storeError();
+    metrics.upstreamTtfb("chat", 42);
     metrics.request({ lane: "chat", key: "team-a", status: 200, outcome: "ok", seconds: 0.42 });
     metrics.request({ lane: "chat", key: "team-a", status: 429, outcome: "refused", seconds: 0.001 });
     metrics.request({

@@ -126,6 +126,12 @@ export class MetricsRecorder implements Disposable {
     this.#sink.counter(MetricIds.upstreamFailuresTotal, { pod, cause });
   }
 
+  /** One pod answer's time to first byte on `lane`, in ms. */
+  upstreamTtfb(lane: string, ms: number): void {
+    if (ms >= 0 && Number.isFinite(ms))
+      this.#sink.histogram(MetricIds.upstreamTtfbSeconds, { lane }, ms / 1000);
+  }
+
   /** Adds `n` tokens of `kind` used on `lane` (from upstream `usage`); ignores n ≤ 0 or NaN. */
   tokens(lane: string, kind: TokenKind, n: number): void {
     if (n > 0 && Number.isFinite(n)) this.#sink.counter(MetricIds.tokensTotal, { lane, kind }, n);

@@ -76,7 +76,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     overloadStatus: undefined,
     clientGone: false,
     error: undefined,
+    ttfbMs: undefined,
   };
+  /** `performance.now()` when the attempt under way was sent. */
+  #sentAt = 0;
   /** Headers sluice adds to the answer. */
   readonly #extra: Record<string, string | number>;
   /** Lanes this call has been on: a fallback chain is followed once per lane. */
@@ -142,6 +145,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#held = null;
     this.#responseHeaders = null;
     this.#started = false;
+    this.#sentAt = performance.now();
     const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
     target.pool.dispatch(
       {
@@ -175,6 +179,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
     this.result.status = status;
+    this.result.ttfbMs = performance.now() - this.#sentAt;
     this.#responseHeaders = headers;
     if (OVERLOAD.has(status) && this.#body !== null) {
       // The pod did not run the call: read its answer, then re-dispatch if the budget allows.

@@ -15,6 +15,7 @@ function answered(status: number, extra: Partial<DispatchResult> = {}): Dispatch
     overloadStatus: undefined,
     clientGone: false,
     error: undefined,
+    ttfbMs: undefined,
     ...extra,
   };
 }

@@ -39,6 +39,7 @@ export function settle(ctx: RequestContext, gw: GatewayParts): void {
       if (f.cause === "status" && f.status !== undefined) metrics.upstreamOverload(f.pod, f.status);
     }
   }
+  if (result?.ttfbMs !== undefined && lane !== undefined) metrics.upstreamTtfb(lane, result.ttfbMs);
   if (result?.usage && lane !== undefined) {
     metrics.tokens(lane, "prompt", result.usage.promptTokens);
     metrics.tokens(lane, "completion", result.usage.completionTokens);
