@@ -3,6 +3,7 @@
  * answered), from the gateway's own server events, so nothing is counted on the client's word.
  */
 import type { Stack } from "../gateway/helpers.js";
+import { type RawPod, startRawPod } from "../gateway/raw-pod.js";
 
 export interface Arrival {
   /** `performance.now()` when the request's headers arrived at the gateway. */
@@ -47,4 +48,52 @@ export function peakIn(times: readonly number[], spanMs: number): number {
     peak = Math.max(peak, end - start + 1);
   }
   return peak;
+}
+
+/** A pod that holds every call until its gate opens, then answers each after `serviceMs`. */
+export interface GatedPod {
+  pod: RawPod;
+  /** Answers what it holds (each after `serviceMs`) and every call from now on. */
+  open(): void;
+}
+
+/**
+ * Starts a gated pod: its answer is a chat completion whose content is `echo: ` + the call's first
+ * message, so each caller can check it got its own answer. Holding the first calls makes "refused
+ * at once" exact: nothing drains until the test opens the gate.
+ */
+export async function gatedPod(serviceMs: number): Promise<GatedPod> {
+  let open = false;
+  const pending: (() => void)[] = [];
+  const pod = await startRawPod((_req, res, call) => {
+    const parsed = JSON.parse(call.body || "{}") as { model?: string; messages?: { content?: string }[] };
+    const answer = () => {
+      const body = JSON.stringify({
+        id: "chatcmpl-gated",
+        object: "chat.completion",
+        created: 0,
+        model: parsed.model ?? "",
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: `echo: ${parsed.messages?.[0]?.content ?? ""}` },
+            finish_reason: "stop",
+          },
+        ],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      });
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    };
+    const go = () => setTimeout(answer, serviceMs);
+    if (open) go();
+    else pending.push(go);
+  });
+  return {
+    pod,
+    open() {
+      open = true;
+      for (const go of pending.splice(0)) go();
+    },
+  };
 }

@@ -8,19 +8,22 @@ import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { createSluiceFetch } from "../../src/client/index.js";
 import { simText } from "../../src/sim/openai.js";
-import { assertNothingLeft, model, type Stack, SUITE, startStack } from "../gateway/helpers.js";
-import { recordArrivals } from "./helpers.js";
+import { assertNothingLeft, model, type Stack, SUITE, startStack, waitFor } from "../gateway/helpers.js";
+import { type GatedPod, gatedPod, recordArrivals } from "./helpers.js";
 
 const TOKENS = 6;
 
 describe("the OpenAI SDK with createSluiceFetch", SUITE, () => {
   let stack: Stack;
+  let gated: GatedPod;
   let client: OpenAI;
 
   before(async () => {
+    // The pod holds its calls until the test opens its gate: 8 are taken, the rest refused at once.
+    gated = await gatedPod(20);
     stack = await startStack({
-      sims: [{ maxNumSeqs: 4, serviceMs: 40, tokensPerSecond: 2000, defaultOutputTokens: TOKENS }],
-      config: ([pod]) => ({ models: [model("m", [pod!], { queue_limit: 4, queue_timeout_s: 30 }, 4)] }),
+      sims: [],
+      config: () => ({ models: [model("m", [gated.pod.url], { queue_limit: 4, queue_timeout_s: 60 }, 4)] }),
     });
     client = new OpenAI({
       baseURL: `${stack.url}/v1`,
@@ -30,31 +33,52 @@ describe("the OpenAI SDK with createSluiceFetch", SUITE, () => {
       fetch: createSluiceFetch({ baseUrl: stack.url, priority: "bulk" }),
     });
   });
-  after(() => stack.close());
+  after(async () => {
+    await stack.close();
+    await gated.pod.close();
+  });
 
-  test("30 concurrent completions into 4 + 4 all succeed; the gateway's refusals never reach the SDK", async () => {
+  test("30 concurrent completions into 4 + 4 all succeed; the gateway's 22 refusals never reach the SDK", async () => {
     const recorder = recordArrivals(stack);
-    const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) =>
-        client.chat.completions
-          .create({ model: "m", messages: [{ role: "user", content: `q${i}` }] })
-          .withResponse(),
-      ),
+    const answers = Array.from({ length: 30 }, (_, i) =>
+      client.chat.completions
+        .create({ model: "m", messages: [{ role: "user", content: `q${i}` }] })
+        .withResponse(),
     );
-    recorder.stop();
-    answers.forEach(({ data, response }, i) => {
-      assert.equal(data.choices[0]!.message.content, simText("m", `q${i}`, TOKENS));
+    await waitFor("the first attempts to be refused or held", () => recorder.arrivals.length === 30);
+    await waitFor(
+      "the refusals to end",
+      () => recorder.arrivals.filter((a) => a.status === 429).length === 22,
+    );
+    gated.open();
+    (await Promise.all(answers)).forEach(({ data, response }, i) => {
+      assert.equal(data.choices[0]!.message.content, `echo: q${i}`);
       assert.equal(response.headers.get("x-sluice-priority"), "bulk");
     });
-    assert.ok(
-      recorder.arrivals.some((a) => a.status === 429),
-      "the gateway refused some: the client absorbed them",
-    );
+    recorder.stop();
     assert.equal(recorder.arrivals.filter((a) => a.status === 200).length, 30);
     await assertNothingLeft(stack);
   });
+});
 
-  test("a streamed completion arrives whole", async () => {
+describe("a streamed completion through the OpenAI SDK with createSluiceFetch", SUITE, () => {
+  let stack: Stack;
+
+  before(async () => {
+    stack = await startStack({
+      sims: [{ maxNumSeqs: 1, serviceMs: 1, tokensPerSecond: 2000, defaultOutputTokens: TOKENS }],
+      config: ([pod]) => ({ models: [model("m", [pod!])] }),
+    });
+  });
+  after(() => stack.close());
+
+  test("arrives whole", async () => {
+    const client = new OpenAI({
+      baseURL: `${stack.url}/v1`,
+      apiKey: "x",
+      maxRetries: 0,
+      fetch: createSluiceFetch({ baseUrl: stack.url }),
+    });
     const stream = await client.chat.completions.create({
       model: "m",
       messages: [{ role: "user", content: "stream" }],
