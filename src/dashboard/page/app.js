@@ -11,7 +11,7 @@ import { LaneCards } from "./lanes.js";
 import { PodView } from "./pods.js";
 import { CODES, OTHER, RefusalRates } from "./refusals.js";
 import { TelemetryStream } from "./stream.js";
-import { accountTable, groupTable, keyTable, renderAdmission } from "./tables.js";
+import { accountTable, groupTable, keyTable, renderAdmission, renderStore } from "./tables.js";
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -89,7 +89,9 @@ function scheduleDraw() {
 function onSnapshot(s) {
   const t = Date.now() / 1000;
   setText(byId("replica"), s.replica);
-  lanes.update(s.lanes, t);
+  const fleet = s.store !== undefined && s.store.mode !== "memory";
+  renderStore(byId("store"), s.store);
+  lanes.update(s.lanes, t, fleet);
   pods.update(s.pods, t);
   groups.update(s.groups ?? []);
   accounts.update(s.accounts ?? []);

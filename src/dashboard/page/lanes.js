@@ -8,14 +8,18 @@ import { cssColor, LineChart } from "./charts.js";
 import { el, field, secs, setAttr, setShare, setText } from "./dom.js";
 import { Series } from "./history.js";
 
-const LOAD = ["inflight", "limit", "width", "queued"];
+const LOAD = ["inflight", "limit", "width", "queued", "here"];
 const WAIT = ["p50", "p90"];
 
 class LaneCard {
   history = new Series();
 
-  /** @param {string} name */
-  constructor(name) {
+  /**
+   * @param {string} name
+   * @param {boolean} fleet whether budgets are counted in a fleet store (the numbers are the fleet's)
+   */
+  constructor(name, fleet) {
+    this.fleet = fleet;
     const id = `lane-${encodeURIComponent(name).replace(/[^A-Za-z0-9_-]/g, "_")}`;
     this.name = name;
     const num = (/** @type {string} */ label, /** @type {Node} */ value) =>
@@ -68,7 +72,17 @@ class LaneCard {
       el(
         "div",
         { class: "meter" },
-        el("div", { class: "label" }, el("span", {}, "in flight"), span("inflight-pct", "0 %")),
+        el(
+          "div",
+          { class: "label" },
+          el(
+            "span",
+            {},
+            "in flight",
+            el("span", { class: "share", "data-field": "share", "data-on": "false" }, ""),
+          ),
+          span("inflight-pct", "0 %"),
+        ),
         el("div", { class: "bar" }, el("span", { class: "fill", "data-field": "inflight-bar" })),
       ),
       el(
@@ -107,6 +121,8 @@ class LaneCard {
         { label: "limit", color: cssColor("--limit"), dash: [6, 4], width: 1.5 },
         { label: "width", color: cssColor("--c3"), dash: [2, 3], width: 1.5 },
         { label: "queued", color: cssColor("--c2") },
+        // Fleet mode only: the chart's "in flight" is the fleet's, and this is this replica's part.
+        ...(this.fleet ? [{ label: "this replica", color: cssColor("--c4"), width: 1.5 }] : []),
       ],
     });
     this.wait = new LineChart(this.waitChart, {
@@ -124,7 +140,12 @@ class LaneCard {
   update(lane, t) {
     const r = this.root;
     const q = lane.queued_by_priority;
-    setText(field(r, "inflight"), String(lane.inflight));
+    // With a fleet store the lane's numbers are the fleet's; `inflight` is this replica's share.
+    const fleet = lane.fleet_inflight ?? lane.inflight;
+    const share = field(r, "share");
+    setAttr(share, "data-on", String(this.fleet));
+    setText(share, this.fleet ? ` (fleet) · this replica ${lane.inflight}` : "");
+    setText(field(r, "inflight"), String(fleet));
     setText(field(r, "limit"), String(lane.limit));
     setText(field(r, "width"), String(lane.width));
     setText(field(r, "reserve"), String(lane.reserve));
@@ -139,9 +160,9 @@ class LaneCard {
     setText(field(r, "q-bulk"), String(q.bulk));
     const pct = (/** @type {number} */ n, /** @type {number} */ of) =>
       `${of > 0 ? Math.round((n / of) * 100) : 0} %`;
-    setText(field(r, "inflight-pct"), pct(lane.inflight, lane.limit));
+    setText(field(r, "inflight-pct"), pct(fleet, lane.limit));
     setText(field(r, "queued-pct"), pct(lane.queued, lane.queue_limit));
-    setShare(field(r, "inflight-bar"), lane.inflight, lane.limit);
+    setShare(field(r, "inflight-bar"), fleet, lane.limit);
     for (const c of ["interactive", "default", "bulk"])
       setShare(field(r, `q-${c}-bar`), q[c], lane.queue_limit);
     const paused = field(r, "paused");
@@ -150,7 +171,8 @@ class LaneCard {
     setAttr(field(r, "saturated"), "data-on", String(lane.saturated));
     setAttr(r, "data-queued", String(lane.queued));
     this.history.push(t, {
-      inflight: lane.inflight,
+      inflight: fleet,
+      here: this.fleet ? lane.inflight : null,
       limit: lane.limit,
       width: lane.width,
       queued: lane.queued,
@@ -162,7 +184,8 @@ class LaneCard {
   /** @param {number} seconds @param {number} now */
   draw(seconds, now) {
     const from = now - seconds;
-    this.load?.update(/** @type {uPlot.AlignedData} */ (this.history.window(LOAD, seconds, now)), from, now);
+    const load = this.fleet ? LOAD : LOAD.slice(0, -1);
+    this.load?.update(/** @type {uPlot.AlignedData} */ (this.history.window(load, seconds, now)), from, now);
     this.wait?.update(/** @type {uPlot.AlignedData} */ (this.history.window(WAIT, seconds, now)), from, now);
   }
 
@@ -176,15 +199,22 @@ class LaneCard {
 export class LaneCards {
   /** @type {Map<string, LaneCard>} */
   #cards = new Map();
+  #fleet = false;
 
   /** @param {HTMLElement} container */
   constructor(container) {
     this.container = container;
   }
 
-  /** @param {any[]} lanes LaneSnapshot[] @param {number} t */
-  update(lanes, t) {
+  /** @param {any[]} lanes LaneSnapshot[] @param {number} t @param {boolean} fleet */
+  update(lanes, t, fleet) {
     const names = lanes.map((l) => l.lane);
+    if (fleet !== this.#fleet) {
+      // A reload cannot change the store, but a reconnect may reach another gateway: start over.
+      for (const card of this.#cards.values()) card.destroy();
+      this.#cards.clear();
+      this.#fleet = fleet;
+    }
     if (names.join("\n") !== [...this.#cards.keys()].join("\n")) this.#rebuild(names);
     for (const lane of lanes) this.#cards.get(lane.lane)?.update(lane, t);
   }
@@ -205,7 +235,7 @@ export class LaneCards {
     const next = new Map();
     const fresh = [];
     for (const name of names) {
-      const card = this.#cards.get(name) ?? new LaneCard(name);
+      const card = this.#cards.get(name) ?? new LaneCard(name, this.#fleet);
       if (!this.#cards.has(name)) fresh.push(card);
       next.set(name, card);
     }

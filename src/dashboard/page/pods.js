@@ -43,7 +43,12 @@ export class PodView {
       setText(field(row, "lanes"), pod.lanes.join(", "));
       setText(field(row, "width"), `${pod.width} / ${pod.ceiling}`);
       setShare(field(row, "width-bar"), pod.width, pod.ceiling);
-      setText(field(row, "inflight"), String(pod.inflight));
+      // With a fleet store, every replica's calls on the pod; this replica's in brackets.
+      const fleet = pod.fleet_inflight;
+      setText(
+        field(row, "inflight"),
+        fleet === undefined ? String(pod.inflight) : `${fleet} (${pod.inflight} here)`,
+      );
       const breaker = field(row, "breaker");
       setAttr(breaker, "data-state", pod.breaker);
       setText(breaker, pod.breaker.replace("_", "-"));

@@ -161,3 +161,29 @@ export function renderAdmission(box, admission) {
   setText(field(box, "admitted"), `${admission.admitted} / ${room}`);
   setShare(field(box, "admitted-bar"), admission.admitted, room);
 }
+
+/** What each fleet-store mode means for the counts on this page. */
+const STORE_MODES = {
+  connected: "connected: counts and limits are the fleet's",
+  local: "unreachable: each replica enforces its share of each limit (on_store_error: local)",
+  open: "unreachable: fleet bounds dropped, each replica enforces its own (on_store_error: open)",
+  closed: "unreachable: calls are refused 503 store_unavailable (on_store_error: closed)",
+};
+
+/**
+ * Where budgets are counted (`snapshot.store`): this gateway's memory, or a fleet store and
+ * whether it answers, with this replica's name.
+ * @param {HTMLElement} line
+ * @param {any} store StoreSnapshot or undefined
+ */
+export function renderStore(line, store) {
+  const mode = store?.mode ?? "memory";
+  line.setAttribute("data-mode", mode);
+  if (mode === "memory") {
+    setText(line, "budgets counted in this gateway's memory");
+    return;
+  }
+  const what = STORE_MODES[/** @type {keyof typeof STORE_MODES} */ (mode)] ?? mode;
+  const replica = store.replica ? `; this replica is ${store.replica}` : "";
+  setText(line, `fleet store ${store.description} ${what}${replica}`);
+}
