@@ -21,7 +21,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
       "replicas 1 → 10 behind one provider account: per-process limits multiply, a shared store does not",
     notBuilt: true,
     reason:
-      "it needs the Redis store (fleet mode, issue 7) to show replicas sharing one budget, and the provider sim's account mode; neither is built yet",
+      "it needs fleet mode, the Redis store shared by replicas (issue 7), to run replicas 1 → 10 against one provider account; it is added (one file in src/load/profiles/) when that lands",
   },
   {
     name: "provider-tokens",
@@ -29,7 +29,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
     title: "small and large requests against a tokens/minute account: never a provider 429 through sluice",
     notBuilt: true,
     reason:
-      "it needs token budgets (tpm, issue 8) and the provider sim's account mode (429 with rate-limit reset headers); neither is built yet",
+      "it needs the gateway's token budgets (tpm, issue 8) and the provider simulator's account mode; it is added (one file in src/load/profiles/) when they land — meanwhile bench/provider-tokens.ts runs the same comparison",
   },
 ];
 
