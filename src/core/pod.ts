@@ -3,8 +3,8 @@
  * breaker's verdict (DESIGN §1.3–1.4). The scheduler asks `hasRoom` at grant time (as of every
  * budget on the path) and reports each call's ending through `settle`.
  */
-import { AimdWidth, FixedWidth, type WidthAlgorithm } from "./aimd.js";
-import { Breaker, type BreakerOptions, type BreakerTransition } from "./breaker.js";
+import { AimdWidth, FixedWidth, type WidthAlgorithm, type WidthState } from "./aimd.js";
+import { Breaker, type BreakerOptions, type BreakerState, type BreakerTransition } from "./breaker.js";
 import type { Budget, BudgetState } from "./budget.js";
 import { DEFAULTS } from "./defaults.js";
 import type { Outcome } from "./outcome.js";
@@ -23,6 +23,14 @@ export interface GrantRecord {
   epoch: number;
   /** This call is the half-open probe. */
   probe: boolean;
+}
+
+/** A pod's adaptive state as plain data, shared by a fleet's processes. */
+export interface SharedPodState {
+  width: WidthState;
+  breaker: BreakerState;
+  /** Ms left of a quota pause when it was shared. */
+  quotaLeftMs: number;
 }
 
 /** What a pod's ending did, so the scheduler can tell listeners and wake waiters. */
@@ -54,6 +62,7 @@ export class Pod implements Budget {
   budgets: readonly Budget[];
   readonly #random: () => number;
   readonly #onBreakerChange: (t: BreakerTransition) => void;
+  #breakerOptions: BreakerOptions;
 
   constructor(
     readonly id: string,
@@ -67,6 +76,7 @@ export class Pod implements Budget {
     onBreakerChange: (pod: Pod, t: BreakerTransition) => void,
   ) {
     this.#random = random;
+    this.#breakerOptions = breaker;
     this.#onBreakerChange = (t) => onBreakerChange(this, t);
     this.width =
       adaptive === false ? new FixedWidth(ceiling) : new AimdWidth({ ceiling, floor: adaptive.floor });
@@ -102,9 +112,35 @@ export class Pod implements Budget {
       });
     }
     this.breaker = Breaker.fromJSON(this.breaker.toJSON(), breaker, this.#random, this.#onBreakerChange);
+    this.#breakerOptions = breaker;
     this.ceiling = ceiling;
     this.group = group;
     this.budgets = group === null ? [this] : [this, group];
+  }
+
+  /**
+   * The adaptive state other processes of a fleet share: width, breaker, quota pause. Times are
+   * ages and time left, not clock readings: each process has its own monotonic clock.
+   */
+  shared(nowMs: number): SharedPodState {
+    const breaker = this.breaker.toJSON();
+    if (breaker.kind === "open") breaker.openedAt -= nowMs; // ≤ 0: how long ago it opened
+    return { width: this.width.toJSON(), breaker, quotaLeftMs: Math.max(0, this.quotaUntil - nowMs) };
+  }
+
+  /**
+   * Takes on what another process of the fleet saw (its cut, its breaker, its provider's pause),
+   * so one refusal narrows the pod for every replica and an open breaker is open everywhere.
+   * Calls in flight keep their slots; their outcomes count by the epoch rules as usual.
+   */
+  adopt(state: SharedPodState, nowMs: number): void {
+    if (this.width instanceof AimdWidth && state.width.ceiling === this.ceiling)
+      this.width = AimdWidth.fromJSON(state.width);
+    const breaker = { ...state.breaker };
+    if (breaker.kind === "open") breaker.openedAt += nowMs;
+    this.breaker = Breaker.fromJSON(breaker, this.#breakerOptions, this.#random, this.#onBreakerChange);
+    this.quotaUntil = Math.max(this.quotaUntil, nowMs + state.quotaLeftMs);
+    this.pausedUntil = Math.max(this.pausedUntil, this.quotaUntil);
   }
 
   get name(): string {

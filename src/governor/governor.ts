@@ -92,6 +92,19 @@ export class Governor {
     );
     this.#timer = new WakeTimer(this.#clock, this.#scheduler);
     this.#waiters = new Waiters(this.#clock, this.#scheduler, this.#timer, this.#store);
+    // A fleet store shares pods' adaptive state: what one replica learns, every replica applies.
+    const share = this.#store.sharePod?.bind(this.#store);
+    if (share !== undefined)
+      this.#scheduler.onWidthChange.event((e) => {
+        const pod = this.#registry.pods.get(e.pod);
+        if (pod !== undefined) share(pod.id, pod.shared(this.#clock.now()));
+      });
+    this.#store.onPodState?.(({ id, state }) => {
+      const now = this.#clock.now();
+      this.#registry.pods.get(id)?.adopt(state, now);
+      this.#scheduler.tick(now);
+      this.#timer.arm(now);
+    });
     // A fleet store hears when other processes free room: look at the waiters again.
     this.#store.onChange?.(() => {
       const now = this.#clock.now();
@@ -354,6 +367,7 @@ export class Governor {
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
+    this.#store.sharePod?.(pod.id, pod.shared(this.#clock.now()));
     if (this.#breakerChanges.size > 0)
       this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
   }

@@ -28,6 +28,7 @@ import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js
 import { ConfigError, StoreUnavailableError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
 import type { Path } from "../core/path.js";
+import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetMirror } from "./fleet-mirror.js";
@@ -75,6 +76,8 @@ export class RedisStore implements Store {
   readonly #channel: string;
   readonly #replicasKey: string;
   readonly #changes = new Emitter<void>();
+  readonly #podStates = new Emitter<{ id: string; state: SharedPodState }>();
+  readonly #podsChannel: string;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -82,6 +85,8 @@ export class RedisStore implements Store {
 
   /** Other replicas may have freed room: re-run a pass. */
   readonly onChange: Event<void> = this.#changes.event;
+  /** Another replica changed a pod's width, breaker or quota pause. */
+  readonly onPodState: Event<{ id: string; state: SharedPodState }> = this.#podStates.event;
 
   constructor(options: RedisStoreOptions) {
     const prefix = options.prefix ?? "sluice";
@@ -94,6 +99,7 @@ export class RedisStore implements Store {
     const tag = `{${prefix}}`;
     this.#replicasKey = `${tag}:replicas`;
     this.#channel = `${tag}:released`;
+    this.#podsChannel = `${tag}:pods`;
     this.#mirror = new FleetMirror(tag);
     // RESP2 explicitly (ioredis 6 defaults to RESP3); fail fast so an outage is seen within a
     // heartbeat instead of commands queueing without end.
@@ -107,13 +113,16 @@ export class RedisStore implements Store {
     this.#subscriber = new Redis(options.url, { ...common, enableOfflineQueue: true });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     this.#subscriber.on("error", () => {});
-    this.#subscriber.on("message", (_channel, message: string) => this.#released(message));
+    this.#subscriber.on("message", (channel: string, message: string) => {
+      if (channel === this.#podsChannel) this.#podState(message);
+      else this.#released(message);
+    });
   }
 
   /** Connects, registers this replica and starts its heartbeat. */
   async start(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
-    await this.#subscriber.subscribe(this.#channel);
+    await this.#subscriber.subscribe(this.#channel, this.#podsChannel);
     await this.heartbeat();
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();
@@ -252,6 +261,31 @@ export class RedisStore implements Store {
         [this.#replicasKey, ...keys],
         [this.replica, ...limits],
       )) as number[];
+    }
+  }
+
+  /**
+   * Tells the other replicas a pod's new adaptive state: one refusal narrows the pod for the
+   * fleet, an open breaker is open everywhere, and only one replica holds the half-open probe.
+   */
+  sharePod(id: string, state: SharedPodState): void {
+    if (this.#mode !== "connected") return;
+    this.#client
+      .publish(this.#podsChannel, `${this.replica}\n${id}\n${JSON.stringify(state)}`)
+      .catch(() => this.#failed());
+  }
+
+  #podState(message: string): void {
+    const first = message.indexOf("\n");
+    const second = message.indexOf("\n", first + 1);
+    if (first < 0 || second < 0 || message.slice(0, first) === this.replica) return;
+    try {
+      this.#podStates.emit({
+        id: message.slice(first + 1, second),
+        state: JSON.parse(message.slice(second + 1)),
+      });
+    } catch {
+      // A malformed message changes nothing: the next change of that pod is shared again.
     }
   }
 

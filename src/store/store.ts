@@ -12,6 +12,7 @@ import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Event } from "../core/events.js";
 import type { Path } from "../core/path.js";
+import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 
@@ -76,6 +77,10 @@ export interface Store {
   rollback?(path: Path, cost: number, nowMs: number, from?: number): void;
   /** A fleet store only: its replica id and whether Redis answers (`connected`, or the outage mode in force). */
   status?(): { replica: string; mode: "connected" | "local" | "open" | "closed" };
+  /** A fleet store only: tells the other processes a pod's new adaptive state (a cut, a breaker change). */
+  sharePod?(id: string, state: SharedPodState): void;
+  /** A fleet store only: another process changed a pod's adaptive state. */
+  readonly onPodState?: Event<{ id: string; state: SharedPodState }>;
   /** A fleet store only: other processes may have freed room (re-run a pass). */
   readonly onChange?: Event<void>;
 }

@@ -135,3 +135,43 @@ describe("a fleet of two Governors on one Redis", () => {
     redis.disconnect();
   });
 });
+
+describe("pod state shared across a fleet", () => {
+  test("a breaker opened by one replica is open on the other, with the cooldown it has left", async (t) => {
+    const probe = await redisOrSkip(t);
+    if (probe === null) return;
+    probe.disconnect();
+    const [a, b] = await fleet(uniquePrefix(), {
+      lanes: {
+        chat: {
+          limit: 8,
+          pods: [{ id: "http://pod:1", maxInflight: 8 }],
+          adaptive: false,
+          breaker: { failThreshold: 1, baseCooldownMs: 5_000, maxCooldownMs: 5_000 },
+        },
+      },
+    });
+    const lease = await a.gov.acquire("chat");
+    lease.failed({ status: 503 });
+    assert.equal(a.gov.isTripped("http://pod:1"), true);
+    await until("b sees the pod open", () => b.gov.isTripped("http://pod:1"));
+    const pod = b.gov.snapshot().pods[0]!;
+    assert.equal(pod.breaker, "open");
+    assert.ok(pod.reopens_in_s > 3 && pod.reopens_in_s <= 6, `b's cooldown left: ${pod.reopens_in_s} s`);
+    await assert.rejects(b.gov.acquire("chat", { failFast: true }), /tripped/);
+  });
+
+  test("a width cut on one replica is the other's width too (one cut per congestion event, fleet-wide)", async (t) => {
+    const probe = await redisOrSkip(t);
+    if (probe === null) return;
+    probe.disconnect();
+    const [a, b] = await fleet(uniquePrefix(), {
+      lanes: { chat: { limit: 16, pods: [{ id: "http://pod:2", maxInflight: 16 }], adaptive: { floor: 2 } } },
+    });
+    const leases = await Promise.all(Array.from({ length: 10 }, () => a.gov.acquire("chat")));
+    leases[0]!.failed({ status: 503 }); // 10 in flight at the refusal: the first cut halves it to 5
+    for (const l of leases.slice(1)) l.release();
+    assert.equal(a.gov.snapshot().pods[0]!.width, 5);
+    await until("b's width follows", () => b.gov.snapshot().pods[0]!.width === 5);
+  });
+});
