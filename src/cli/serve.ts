@@ -108,6 +108,7 @@ export async function main(argv: string[]): Promise<number> {
   const lines = [
     `sluice gateway listening on ${url}`,
     `  models:    ${config.models.map((m) => m.name).join(", ")}`,
+    `  dashboard: ${url}/`,
     `  metrics:   ${url}/metrics`,
     `  telemetry: ${url}/api/telemetry/lanes  (stream: ${url}/api/telemetry/stream)`,
   ];
