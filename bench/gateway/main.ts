@@ -543,6 +543,7 @@ async function main(): Promise<void> {
         })
       : forkTs("serve.ts", [configFile], profArgs);
     children.push(sluice);
+    const sluices = [sluice];
     notes.push(
       built
         ? "sluice ran as the built CLI (src compiled by tsc into .bench/gateway-dist): `node cli/main.js serve --config FILE`."
@@ -598,13 +599,12 @@ async function main(): Promise<void> {
     // (d)'s own proxies: sluice at log level info, HAProxy on one thread with the 429 rule, the
     // bare proxy with a counter bound; each serves the storm lane and the hold lane.
     const stormTargets: (Target & { hold: string[]; logFile?: string })[] = [];
-    let sluiceD: ChildProcess | undefined;
     if (STORM) {
       const stormFile = join(dir, "sluice-storm.yaml");
       writeFileSync(stormFile, stormConfig(cPods, holdPods));
       const logFile = join(dir, "sluice-storm.log");
       const logFd = openSync(logFile, "w");
-      sluiceD = built
+      const sluiceD = built
         ? spawn(process.execPath, [...profArgs, CLI, "serve", "--config", stormFile, "--port", "0"], {
             cwd: root,
             stdio: ["ignore", logFd, "pipe"],
@@ -612,6 +612,7 @@ async function main(): Promise<void> {
         : forkTs("serve.ts", [stormFile], profArgs);
       closeSync(logFd);
       children.push(sluiceD);
+      sluices.push(sluiceD);
       const listeners = (queueLimit: number): BareListener[] => [
         { pods: cPods.map((p) => p.url), perPod: C_SLOTS, queueLimit },
         { pods: holdPods.map((p) => p.url), perPod: C_SLOTS, queueLimit },
@@ -630,6 +631,28 @@ async function main(): Promise<void> {
         pid: sluiceD.pid,
         logFile: built ? logFile : undefined,
       });
+      // The same sluice with pacing off: what the refusal path costs when every retry is answered.
+      if (built) {
+        const unpacedLog = join(dir, "sluice-unpaced.log");
+        const fd = openSync(unpacedLog, "w");
+        const unpaced = spawn(
+          process.execPath,
+          [...profArgs, join(here, "unpaced.mjs"), BUILD_DIR, "serve", "--config", stormFile, "--port", "0"],
+          { cwd: root, stdio: ["ignore", fd, "pipe"] },
+        );
+        closeSync(fd);
+        children.push(unpaced);
+        sluices.push(unpaced);
+        const urls = await cliReady(unpaced);
+        stormTargets.push({
+          name: "unpaced",
+          ab: [],
+          c: urls,
+          hold: urls,
+          pid: unpaced.pid,
+          logFile: unpacedLog,
+        });
+      }
       if (haproxyBin !== undefined) {
         haproxyD = await startHaproxy(
           haproxyBin,
@@ -838,8 +861,8 @@ async function main(): Promise<void> {
     const whole = only.length === 4 && onlyTargets === undefined && !loadsArg && !stormLoadsArg;
     if (!args.has("--no-doc") && !QUICK && whole) writeDoc(join(root, "docs", "bench-gateway.md"), full);
 
-    await stopChild(sluice);
-    if (sluiceD !== undefined) await stopChild(sluiceD);
+    // Each sluice writes its CPU profile as it exits.
+    await Promise.all(sluices.map(stopChild));
     if (PROFILE) {
       const files = readdirSync(profDir).filter(
         (f) => f.endsWith(".cpuprofile") && isSluiceProfile(join(profDir, f)),

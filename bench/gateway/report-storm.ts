@@ -50,6 +50,7 @@ const NAMES: Record<Row["target"], string> = {
   haproxy: "HAProxy",
   bare: "bare undici proxy",
   lean: "bare proxy, undici handler API",
+  unpaced: "sluice, pacing off",
 };
 
 function f(n: number, digits = 1): string {

@@ -10,7 +10,7 @@ export interface Row {
   conns: number;
   /** (c): the offered load as a multiple of the fleet's slots. */
   load?: number;
-  target: "direct" | "sluice" | "haproxy" | "bare" | "lean";
+  target: "direct" | "sluice" | "haproxy" | "bare" | "lean" | "unpaced";
   seconds: number;
   ok: number;
   refused: number;
@@ -73,6 +73,7 @@ const NAMES: Record<Row["target"], string> = {
   haproxy: "HAProxy",
   bare: "bare undici proxy",
   lean: "bare proxy, undici handler API",
+  unpaced: "sluice, pacing off",
 };
 
 function f(n: number, digits = 1): string {

@@ -82,6 +82,51 @@ function wireMessage(error: SluiceError): string {
   return error.message;
 }
 
+/** JSON string literals of lane names and codes: few (the config's and the error classes'), rendered once. */
+const literals = new Map<string, string>();
+const MAX_LITERALS = 1024;
+
+function literal(s: string): string {
+  let q = literals.get(s);
+  if (q === undefined) {
+    q = JSON.stringify(s);
+    if (literals.size < MAX_LITERALS) literals.set(s, q);
+  }
+  return q;
+}
+
+/**
+ * The refusal's body, byte for byte what `JSON.stringify` makes of
+ * `{ error: { type, code, message, lane, inflight, queued, queue_limit, width, retry_after_ms } }`
+ * (refusal.test.ts checks it), built from parts: under a retry storm the gateway sends
+ * thousands a second, and only the message needs escaping each time.
+ */
+export function refusalBody(code: string, message: string, n: LaneNumbers, retryMs: number): string {
+  const { inflight, queued, queueLimit, width } = n;
+  if (!(isCount(inflight) && isCount(queued) && isCount(queueLimit) && isCount(width) && isCount(retryMs))) {
+    // Not plain numbers (never expected): let JSON decide how each prints.
+    return JSON.stringify({
+      error: {
+        type: "sluice_capacity",
+        code,
+        message,
+        lane: n.lane,
+        inflight,
+        queued,
+        queue_limit: queueLimit,
+        width,
+        retry_after_ms: retryMs,
+      },
+    });
+  }
+  return `{"error":{"type":"sluice_capacity","code":${literal(code)},"message":${JSON.stringify(message)},"lane":${literal(n.lane)},"inflight":${inflight},"queued":${queued},"queue_limit":${queueLimit},"width":${width},"retry_after_ms":${retryMs}}}`;
+}
+
+/** A finite number: a template prints it as JSON does. */
+function isCount(x: unknown): x is number {
+  return typeof x === "number" && Number.isFinite(x);
+}
+
 /**
  * Sends the refusal. `close` adds `Connection: close` (pre-body refusals: the unread upload must
  * not be parsed as the next request). `priority` is the class the request was judged as.
@@ -98,19 +143,7 @@ export function sendRefusal(
   // The header, the ms header and the body carry the same jittered value.
   const retryMs = jitteredRetryAfterMs(retryAfterOf(error));
   noteRefusal(res.socket, performance.now(), retryMs);
-  const body = JSON.stringify({
-    error: {
-      type: "sluice_capacity",
-      code: error.code,
-      message: wireMessage(error),
-      lane: n.lane,
-      inflight: n.inflight,
-      queued: n.queued,
-      queue_limit: n.queueLimit,
-      width: n.width,
-      retry_after_ms: retryMs,
-    },
-  });
+  const body = refusalBody(error.code, wireMessage(error), n, retryMs);
   // A flat [name, value, …] list: writeHead takes it without building and walking an object,
   // which matters on the refusal path (thousands a second under overload).
   const headers: string[] = [

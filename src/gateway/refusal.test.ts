@@ -1,0 +1,45 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { type LaneNumbers, refusalBody } from "./refusal.js";
+
+/** What the body was before it was built from parts: the reference. */
+function reference(code: string, message: string, n: LaneNumbers, retryMs: number): string {
+  return JSON.stringify({
+    error: {
+      type: "sluice_capacity",
+      code,
+      message,
+      lane: n.lane,
+      inflight: n.inflight,
+      queued: n.queued,
+      queue_limit: n.queueLimit,
+      width: n.width,
+      retry_after_ms: retryMs,
+    },
+  });
+}
+
+const lanes: LaneNumbers[] = [
+  { lane: "bench-d", inflight: 16, queued: 128, queueLimit: 128, width: 16 },
+  { lane: "", inflight: 0, queued: 0, queueLimit: 0, width: 0 },
+  { lane: 'we"ird\\lane\u2028ü😀', inflight: -0, queued: 1e21, queueLimit: 3, width: 1.5 },
+  { lane: "nan", inflight: Number.NaN, queued: Number.POSITIVE_INFINITY, queueLimit: 1, width: 2 },
+];
+const messages = [
+  "lane bench-d is full (16 in flight, 128/128 queued); retry in 1000 ms",
+  'quotes " and \\ backslash\nnewline\ttab \u0001 control \ud800 lone surrogate',
+];
+
+describe("refusal body", () => {
+  test("is byte for byte what JSON.stringify makes of the refusal object", () => {
+    for (const n of lanes) {
+      for (const message of messages) {
+        for (const retryMs of [1000, 1234, Number.NaN]) {
+          for (const code of ["queue_full", "upstream_unavailable"]) {
+            assert.equal(refusalBody(code, message, n, retryMs), reference(code, message, n, retryMs));
+          }
+        }
+      }
+    }
+  });
+});
