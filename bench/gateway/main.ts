@@ -632,7 +632,8 @@ async function main(): Promise<void> {
         logFile: built ? logFile : undefined,
       });
       // The same sluice with pacing off: what the refusal path costs when every retry is answered.
-      if (built) {
+      const pacingBuilt = existsSync(join(BUILD_DIR, "gateway", "pacing.js"));
+      if (built && pacingBuilt && (onlyTargets === undefined || onlyTargets.includes("unpaced"))) {
         const unpacedLog = join(dir, "sluice-unpaced.log");
         const fd = openSync(unpacedLog, "w");
         const unpaced = spawn(
