@@ -112,7 +112,8 @@ describe("sluice load receipts", () => {
   test("--gateway drives a gateway already running, configured from --print-config's pods", async () => {
     const profile = tinyProfile();
     // Consecutive ports for the pods, as an operator would pick them for a gateway's config.
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    // Below Linux's ephemeral range (32768+), so no client socket holds one of them.
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
     const config = parseConfig(profile.config(podUrls(profile, base), scaledSeconds(1)));
     const gateway = new Gateway({ config, logger: pino({ level: "silent" }) });
     const url = await gateway.listen(0, "127.0.0.1");
