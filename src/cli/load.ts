@@ -105,6 +105,13 @@ export async function main(argv: string[], io: LoadCliIo = {}): Promise<number> 
     return 0;
   }
   try {
+    await profile.preflight?.();
+  } catch (e) {
+    // What the profile needs is missing (autoscale: Redis): a setup error, not a failed run.
+    err(`sluice load: profile ${profile.name} cannot run here: ${(e as Error).message}\n`);
+    return 2;
+  }
+  try {
     const result = await runSession({
       profile,
       scale,

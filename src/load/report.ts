@@ -56,7 +56,7 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
   const sluice = sluiceRun(receipt);
   const direct = receipt.direct;
   const runs = [sluice, direct];
-  const heads = ["through sluice", "straight to the pods"];
+  const heads = profile.labels ?? ["through sluice", "straight to the pods"];
   const lines: string[] = [];
   lines.push(`sluice load ${profile.name} — seed ${profile.seed}: ${profile.title}`);
   for (const s of profile.story) lines.push(`  ${s}`);

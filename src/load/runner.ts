@@ -56,7 +56,7 @@ export function scaledSeconds(scale: number): (seedSeconds: number) => number {
 async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<RunStats> {
   const { profile, scale } = o;
   let pods: RunningPods | undefined;
-  let gateway: GatewayThread | undefined;
+  const gateways: GatewayThread[] = [];
   let driver: Driver | undefined;
   let error: string | undefined;
   let leaks: { count: number; detail: string[] } | null = null;
@@ -65,14 +65,19 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
   let stop: PodProbe | undefined;
   try {
     pods = await startPods(profile, scale, o.simBasePort ?? 0);
-    let url = o.gatewayUrl;
-    if (kind === "sluice" && url === undefined) {
-      const config = profile.config(pods.urls, scaledSeconds(scale));
-      gateway = await startGatewayThread(config, `profile ${profile.name}`);
-      url = gateway.url;
+    const configOf = kind === "sluice" ? profile.config : profile.directConfig;
+    if (o.gatewayUrl === undefined && configOf !== undefined) {
+      const config = configOf(pods.urls, scaledSeconds(scale));
+      for (let i = 0; i < (profile.replicas ?? 1); i++) {
+        gateways.push(await startGatewayThread(config, `profile ${profile.name}`));
+      }
     }
+    const gatewayUrls =
+      kind === "sluice" && o.gatewayUrl !== undefined ? [o.gatewayUrl] : gateways.map((g) => g.url);
     const target: DriveTarget =
-      kind === "sluice" ? { kind, baseFor: () => url! } : { kind, baseFor: roundRobin(pods.urls) };
+      gatewayUrls.length > 0
+        ? { kind, baseFor: inTurn(gatewayUrls) }
+        : { kind, baseFor: roundRobin(pods.urls) };
     const running = pods;
     warm = running.probe();
     driver = new Driver({
@@ -88,7 +93,8 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
       ],
     });
     const d = driver;
-    o.progress?.start(kind === "sluice" ? "through sluice" : "straight to the pods", d.offerMs, () => ({
+    const [sluiceLabel, directLabel] = profile.labels ?? ["through sluice", "straight to the pods"];
+    o.progress?.start(kind === "sluice" ? sluiceLabel : directLabel, d.offerMs, () => ({
       ...d.live,
       elapsedMs: d.now(),
     }));
@@ -98,14 +104,18 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
       o.progress?.stop();
     }
     if (kind === "sluice") {
-      const settled = await settledReservations(url!, LEAK_SETTLE_MS);
-      leaks = { count: settled.count, detail: settled.detail };
-      widths = Object.fromEntries(settled.snapshot.pods.map((p) => [p.id, p.width]));
+      leaks = { count: 0, detail: [] };
+      for (const [i, url] of gatewayUrls.entries()) {
+        const settled = await settledReservations(url, LEAK_SETTLE_MS);
+        leaks.count += settled.count;
+        leaks.detail.push(...settled.detail.map((d) => (gatewayUrls.length > 1 ? `replica ${i}: ${d}` : d)));
+        widths ??= Object.fromEntries(settled.snapshot.pods.map((p) => [p.id, p.width]));
+      }
     }
   } catch (e) {
     error = e instanceof Error ? e.message : String(e);
   } finally {
-    await gateway?.close().catch(() => undefined);
+    await Promise.all(gateways.map((g) => g.close().catch(() => undefined)));
   }
   const end = pods?.probe();
   const stats = finish(kind, o, driver, pods, warm, stop ?? end, end, leaks, widths);
@@ -160,6 +170,12 @@ function finish(
   };
 }
 
+/** The gateways in turn: clients spread over replicas behind a load balancer. */
+function inTurn(urls: string[]): () => string {
+  let i = 0;
+  return () => urls[i++ % urls.length]!;
+}
+
 /** Each model's pods in turn: what a client without a gateway does. */
 function roundRobin(urls: Readonly<Record<string, string[]>>): (model: string) => string {
   const next = new Map<string, number>();
@@ -192,6 +208,10 @@ async function settingsOf(o: RunnerOptions): Promise<Record<string, unknown>> {
   return {
     profile: profile.name,
     time_scale: scale,
+    ...(profile.replicas === undefined ? {} : { replicas: profile.replicas }),
+    ...(profile.directConfig === undefined
+      ? {}
+      : { direct_gateway: profile.directConfig(placeholders, scaledSeconds(scale)) }),
     pods: profile.pods,
     machines: profile.machines ?? {},
     groups: profile.groups,

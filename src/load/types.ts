@@ -108,6 +108,23 @@ export interface LoadProfile {
     urls: Readonly<Record<string, string[]>>,
     s: (seedSeconds: number) => number,
   ): Record<string, unknown>;
+  /**
+   * Gateways each gateway run starts, every one with its own config and store, the clients
+   * taking them in turn (seed 004's replicas). **Default:** `1`.
+   */
+  replicas?: number;
+  /**
+   * The other run's gateways (`replicas` of them) instead of straight to the pods: seed 004's
+   * contrast is per-process limits against a shared store, both through gateways.
+   */
+  directConfig?(
+    urls: Readonly<Record<string, string[]>>,
+    s: (seedSeconds: number) => number,
+  ): Record<string, unknown>;
+  /** The two runs' names in the report. **Default:** `["through sluice", "straight to the pods"]`. */
+  labels?: [string, string];
+  /** Before any run: throws what the profile needs and does not find (Redis), as a usage error. */
+  preflight?(): Promise<void>;
   groups: ClientGroup[];
   /** When offering stops, seed ms; then the run drains. */
   durationMs: number;

@@ -32,15 +32,29 @@ function documented(help: string): string[] {
 
 describe("sluice load (CLI)", () => {
   test("a profile not built yet exits 2 saying what it needs", async () => {
-    for (const [name, needs] of [
-      ["autoscale", /not built yet: .*Redis store/],
-      ["provider-tokens", /not built yet: .*token budgets/],
-    ] as const) {
+    for (const [name, needs] of [["provider-tokens", /not built yet: .*token budgets/]] as const) {
       const c = capture();
       assert.equal(await main([name], c.io), 2, name);
       assert.match(c.err.join(""), needs);
       assert.equal(c.out.join(""), "");
     }
+  });
+
+  test("autoscale without Redis exits 2 saying it needs Redis and where it looked", async () => {
+    const run = promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "load", "autoscale"],
+      {
+        env: { ...process.env, REDIS_URL: "redis://127.0.0.1:1" },
+      },
+    );
+    const e = await run.then(
+      () => assert.fail("autoscale ran without Redis"),
+      (error: { code: number; stderr: string; stdout: string }) => error,
+    );
+    assert.equal(e.code, 2);
+    assert.match(e.stderr, /autoscale cannot run here: .*needs Redis .*redis:\/\/127\.0\.0\.1:1/);
+    assert.equal(e.stdout, "");
   });
 
   test("an unknown profile, no profile, or an unusable flag exits 2 naming it", async () => {

@@ -4,6 +4,7 @@
  * (replace the entry with the profile).
  */
 import type { LoadProfile, NotBuiltProfile } from "../types.js";
+import { autoscale } from "./autoscale.js";
 import { modelCapacity } from "./model-capacity.js";
 import { ocrFlood } from "./ocr-flood.js";
 import { panelBurst } from "./panel-burst.js";
@@ -14,15 +15,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
   sharedGpu,
   panelBurst,
   modelCapacity,
-  {
-    name: "autoscale",
-    seed: "004",
-    title:
-      "replicas 1 → 10 behind one provider account: per-process limits multiply, a shared store does not",
-    notBuilt: true,
-    reason:
-      "it needs fleet mode, the Redis store shared by replicas (issue 7), to run replicas 1 → 10 against one provider account; it is added (one file in src/load/profiles/) when that lands",
-  },
+  autoscale,
   {
     name: "provider-tokens",
     seed: "004",
