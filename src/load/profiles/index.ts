@@ -1,6 +1,6 @@
 /**
  * Every profile `sluice load` knows, by name, in the order `--help` lists them. A profile is one
- * file; the two registered as not built yet become one file each once what they need exists
+ * file; one registered as not built yet becomes one file once what it needs exists
  * (replace the entry with the profile).
  */
 import type { LoadProfile, NotBuiltProfile } from "../types.js";
@@ -22,7 +22,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
     title: "small and large requests against a tokens/minute account: never a provider 429 through sluice",
     notBuilt: true,
     reason:
-      "it needs the gateway's token budgets (tpm, issue 8) and the provider simulator's account mode; it is added (one file in src/load/profiles/) when they land — meanwhile bench/provider-tokens.ts runs the same comparison",
+      "the gateway's token budgets (tpm) and the provider simulator's account mode (src/sim/provider.ts) exist, but the load runner starts only `sluice sim` pods: it does not yet start the provider simulator, check its answers byte for byte or measure tokens per minute at it — meanwhile bench/provider-tokens.ts runs the same comparison",
   },
 ];
 
