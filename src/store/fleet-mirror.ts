@@ -17,6 +17,8 @@ export class FleetMirror {
   readonly #byKey = new Map<string, Shared>();
   /** This replica's count on each key, as Redis has it. */
   readonly #mine = new Map<string, number>();
+  /** Release messages heard per key, ever: to discount those a script's answer may predate. */
+  readonly #heard = new Map<string, number>();
 
   constructor(
     /** The hash tag every key starts with (`{prefix}`). */
@@ -55,11 +57,31 @@ export class FleetMirror {
     return keys;
   }
 
-  /** What the other replicas hold on each budget, as a script just read it; true when room grew. */
-  setOthers(budgets: readonly Shared[], counts: readonly number[]): boolean {
+  /** How many release messages have been heard on each of `keys` so far. */
+  heard(keys: readonly string[]): number[] {
+    return keys.map((k) => this.#heard.get(k) ?? 0);
+  }
+
+  /**
+   * What the other replicas hold on each budget, as a script just read it; true when room grew.
+   * The answer and the release messages travel on different connections, so a release heard
+   * while the script was under way may already be in the answer or not: it is discounted
+   * (`heardBefore`, from `heard()` when the script was sent). Erring low is safe — the next
+   * grant asks Redis anyway — while erring high would leave a waiter with room waiting.
+   */
+  setOthers(
+    budgets: readonly Shared[],
+    counts: readonly number[],
+    keys?: readonly string[],
+    heardBefore?: readonly number[],
+  ): boolean {
     let freed = false;
     budgets.forEach((b, i) => {
-      const others = Math.max(0, Number(counts[i] ?? 0));
+      const since =
+        keys === undefined || heardBefore === undefined
+          ? 0
+          : (this.#heard.get(keys[i]!) ?? 0) - heardBefore[i]!;
+      const others = Math.max(0, Number(counts[i] ?? 0) - since);
       if (others < b.others) freed = true;
       b.others = others;
     });
@@ -85,6 +107,7 @@ export class FleetMirror {
   released(keys: readonly string[]): boolean {
     let any = false;
     for (const key of keys) {
+      this.#heard.set(key, (this.#heard.get(key) ?? 0) + 1);
       const budget = this.#byKey.get(key);
       if (budget === undefined) continue;
       budget.others = Math.max(0, budget.others - 1);

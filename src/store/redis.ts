@@ -183,10 +183,12 @@ export class RedisStore implements Store {
   async confirm(path: Path, rank: Rank, from = 0): Promise<boolean> {
     const fleet = this.#mirror.fleetPart(path, rank, from);
     if (fleet.keys.length === 0 || this.#mode === "open" || this.#mode === "local") return true;
+    const heard = this.#mirror.heard(fleet.keys);
     try {
       const reply = await this.#grant(fleet.keys, fleet.limits);
       this.#ok();
-      this.#mirror.setOthers(fleet.budgets, reply.slice(1));
+      if (this.#mirror.setOthers(fleet.budgets, reply.slice(1), fleet.keys, heard) && reply[0]! < 0)
+        setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
       if (reply[0]! < 0) return false;
       this.#mirror.confirmed(fleet.keys, +1);
       return true;
@@ -225,6 +227,7 @@ export class RedisStore implements Store {
    */
   async heartbeat(): Promise<void> {
     const { keys, counts, budgets } = this.#mirror.all();
+    const heard = this.#mirror.heard(keys);
     try {
       const reply = (await runScript(
         this.#client,
@@ -237,7 +240,7 @@ export class RedisStore implements Store {
       this.#registered = true;
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
-      const freed = this.#mirror.setOthers(budgets, reply.slice(2));
+      const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch {
       this.#failed();
