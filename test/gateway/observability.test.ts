@@ -23,6 +23,7 @@ import {
   startStack,
   waitFor,
 } from "./helpers.js";
+import { answerStatus, type RawPod, startRawPod } from "./raw-pod.js";
 
 /** The value of one Prometheus sample with exactly these labels (in the exported order). */
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
@@ -341,36 +342,12 @@ describe("refusals and keys", SUITE, () => {
   });
 });
 
-/** A pod that answers every call with `status` (and counts them). */
-async function answering(
-  status: number,
-): Promise<{ url: string; calls: () => number; close: () => Promise<void> }> {
-  let calls = 0;
-  const server: Server = createServer((req, res) => {
-    calls++;
-    req.resume();
-    const body = JSON.stringify({ error: { message: "overloaded" } });
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-    res.end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    calls: () => calls,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe("an overloaded pod whose calls go to another", SUITE, () => {
-  let busy: Awaited<ReturnType<typeof answering>>;
+  let busy: RawPod;
   let stack: Stack;
 
   before(async () => {
-    busy = await answering(503);
+    busy = await startRawPod(answerStatus(503));
     stack = await startStack({
       sims: [{ maxNumSeqs: 4, serviceMs: 1, tokensPerSecond: 0 }],
       // The busy pod first: an idle lane picks it first.
@@ -386,16 +363,16 @@ describe("an overloaded pod whose calls go to another", SUITE, () => {
 
   test("its 503s count under that pod, in overloads and failures, not under the pod that answered", async () => {
     for (let i = 0; i < 3; i++) assert.equal((await chat(stack.url, "m", { content: `c ${i}` })).status, 200);
-    assert.ok(busy.calls() >= 1, "the busy pod was tried");
+    assert.ok(busy.calls.length >= 1, "the busy pod was tried");
     const text = await metricsOf(stack);
     const live = stack.sims[0]!.url;
     assert.equal(
       sample(text, "sluice_upstream_overloads_total", { pod: busy.url, status: "503" }),
-      busy.calls(),
+      busy.calls.length,
     );
     assert.equal(
       sample(text, "sluice_upstream_failures_total", { pod: busy.url, cause: "status" }),
-      busy.calls(),
+      busy.calls.length,
     );
     assert.equal(sample(text, "sluice_upstream_overloads_total", { pod: live, status: "503" }), undefined);
     assert.equal(sample(text, "sluice_upstream_failures_total", { pod: live, cause: "status" }), 0);

@@ -4,42 +4,12 @@
  * not the 1 s floor — before the body (lane named in a header) and after it alike.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { assertNothingLeft, assertRefusal, chat, model, type Stack, SUITE, startStack } from "./helpers.js";
+import { answerStatus, startRawPod } from "./raw-pod.js";
 
 /** A provider over its quota: every call is 429 with `Retry-After: 30`. */
-async function overQuotaProvider(): Promise<{
-  url: string;
-  calls: () => number;
-  close: () => Promise<void>;
-}> {
-  let calls = 0;
-  const server: Server = createServer((req, res) => {
-    calls++;
-    req.resume();
-    const body = JSON.stringify({
-      error: { type: "requests", code: "rate_limit_exceeded", message: "quota" },
-    });
-    res.writeHead(429, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(body),
-      "retry-after": "30",
-    });
-    res.end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    calls: () => calls,
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
+const overQuotaProvider = () => startRawPod(answerStatus(429, { "retry-after": "30" }));
 
 describe("a lane whose only pod is paused by a provider quota", SUITE, () => {
   let provider: Awaited<ReturnType<typeof overQuotaProvider>>;
@@ -58,7 +28,7 @@ describe("a lane whose only pod is paused by a provider quota", SUITE, () => {
     const a = await chat(stack.url, "m");
     assert.equal(a.status, 429);
     assert.equal(a.headers["retry-after"], "30");
-    assert.equal(provider.calls(), 1);
+    assert.equal(provider.calls.length, 1);
   });
 
   test("later calls get 429 quota_paused with the pause left as Retry-After, and never reach the provider", async () => {
@@ -69,7 +39,7 @@ describe("a lane whose only pod is paused by a provider quota", SUITE, () => {
       // The pause left (≤ 30 s) is the floor; the gateway adds up to 20 % jitter (refusal.ts).
       assert.ok(retryAfter > 20 && retryAfter <= 36, `Retry-After ${retryAfter} s ≈ the 30 s left + jitter`);
     }
-    assert.equal(provider.calls(), 1);
+    assert.equal(provider.calls.length, 1);
     await assertNothingLeft(stack);
   });
 });

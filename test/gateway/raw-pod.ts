@@ -86,6 +86,19 @@ export const answerOk: Behaviour = (_req, res, call) => {
   res.end(body);
 };
 
+/** Answers every call with `status`, a small OpenAI-shaped error body and `headers`. */
+export function answerStatus(status: number, headers: Record<string, string> = {}): Behaviour {
+  return (_req, res) => {
+    const body = JSON.stringify({ error: { message: status === 429 ? "quota" : "overloaded" } });
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      ...headers,
+    });
+    res.end(body);
+  };
+}
+
 /** Answers 503 with a small OpenAI-shaped body (an overloaded pod that did not run the call). */
 export const answer503: Behaviour = (_req, res) => {
   const body = JSON.stringify({ error: { type: "server_error", code: "overloaded", message: "overloaded" } });
