@@ -85,6 +85,7 @@ export class Gateway {
       isLane: (lane) => models.has(lane),
     });
     this.metrics = metrics;
+    this.#store?.onError(() => metrics.storeError());
     this.#fillModels(config);
     this.#breakerLog = logBreakerChanges(governor, log);
     this.#streams = new TelemetryStreams(governor);

@@ -144,6 +144,3 @@ export class Waiters {
     return false;
   }
 }
-
-/** Narrow type for the resolver a waiting acquire stores on its ticket. */
-export type LeaseResolver = (value: Lease | PromiseLike<Lease>) => void;

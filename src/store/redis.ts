@@ -76,13 +76,15 @@ export class RedisStore implements Store {
   readonly #channel: string;
   readonly #replicasKey: string;
   readonly #changes = new Emitter<void>();
+  readonly #storeErrors = new Emitter<void>();
   readonly #podStates = new Emitter<{ id: string; state: SharedPodState }>();
   readonly #podsChannel: string;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
   #timer: NodeJS.Timeout | undefined;
-  #registered = false;
 
+  /** A round trip to Redis failed (`sluice_store_errors_total`). */
+  readonly onError: Event<void> = this.#storeErrors.event;
   /** Other replicas may have freed room: re-run a pass. */
   readonly onChange: Event<void> = this.#changes.event;
   /** Another replica changed a pod's width, breaker or quota pause. */
@@ -237,7 +239,6 @@ export class RedisStore implements Store {
       )) as number[];
       const wasDown = this.#mode !== "connected";
       this.#ok();
-      this.#registered = true;
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
@@ -310,10 +311,10 @@ export class RedisStore implements Store {
   /** A round trip failed: enter the outage policy (left again by the next good heartbeat). */
   #failed(): void {
     this.#errors++;
+    this.#storeErrors.emit();
     if (this.#mode !== "connected") return;
     this.#mode = this.#policy;
     if (this.#policy === "local") this.#mirror.enterOutage(this.#replicas);
-    this.#registered = false;
     this.#changes.emit();
   }
 
@@ -321,11 +322,6 @@ export class RedisStore implements Store {
     return new StoreUnavailableError(
       `fleet store ${this.description} unreachable: ${(error as Error).message}`,
     );
-  }
-
-  /** Whether the replica has registered at least once (tests). */
-  get registered(): boolean {
-    return this.#registered;
   }
 }
 

@@ -70,10 +70,13 @@ describe("fleet store outage", { timeout: 30_000 }, () => {
     if (skipWithout(t)) return;
     const { server, store, gov } = await setup("closed");
     (await gov.acquire("chat")).release();
+    let errors = 0;
+    store.onError(() => errors++); // what feeds sluice_store_errors_total in the gateway
     await server.stop();
     const refused = await settled(gov.acquire("chat"));
     assert.ok("error" in refused && refused.error instanceof StoreUnavailableError, JSON.stringify(refused));
     assert.equal(store.status().mode, "closed");
+    assert.ok(errors >= 1, "the failed round trip was counted");
     await server.start();
     await backUp(store);
     const served = await settled(gov.acquire("chat"));
