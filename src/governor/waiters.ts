@@ -11,7 +11,7 @@
  */
 import { channel } from "node:diagnostics_channel";
 import type { Clock } from "../core/clock.js";
-import type { Lease, Ticket } from "../core/lease.js";
+import type { Ticket } from "../core/lease.js";
 import { classifyOutcome, type FailureInput } from "../core/outcome.js";
 import type { Scheduler } from "../core/scheduler.js";
 import type { Store } from "../store/store.js";
