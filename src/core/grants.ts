@@ -74,10 +74,12 @@ export class Grants {
     this.reject(victim, this.refuse(lane, queueFull(lane, position, "shed")));
   }
 
-  /** The one place a grant takes its budgets: the whole path at once, then the key's slot. */
+  /**
+   * The one place a grant takes its budgets: the whole path at once, then the key's slot. The
+   * caller has just chosen `path` because it had room (`Lane.choosePath`).
+   */
   protected grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
-    if (!this.store.take(path, t.rank, t.tokens, nowMs))
-      throw new Error(`store refused a path it had room for (${lane.name})`);
+    this.store.commit(path, t.tokens, nowMs);
     t.state = "granted";
     t.grantedAt = nowMs;
     t.path = path;

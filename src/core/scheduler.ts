@@ -258,8 +258,7 @@ export class Scheduler extends Grants {
     else d.refusedBy.push(refused);
     const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true);
     if (path !== null && !d.refusedBy.includes(path.pod!)) {
-      if (!this.store.take(path, t.rank, t.tokens, nowMs, path.podStart))
-        throw new Error(`store refused a pod it had room for (${lane.name})`);
+      this.store.commit(path, t.tokens, nowMs, path.podStart); // choosePath just found room
       this.attach(t, path, nowMs);
       if (this.waiting.size > 0) this.pass(nowMs);
       return "dispatched";

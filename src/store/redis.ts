@@ -177,6 +177,10 @@ export class RedisStore implements Store {
     return this.#local.take(path, rank, cost, nowMs, from);
   }
 
+  commit(path: Path, cost: number, nowMs: number, from = 0): void {
+    this.#local.commit(path, cost, nowMs, from); // local only, like take: confirm asks the fleet
+  }
+
   /**
    * Confirms with the fleet what `take` took locally from `path` (from `from` on). Resolves false
    * when another replica holds the room (the caller rolls back); rejects with

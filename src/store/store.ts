@@ -47,6 +47,12 @@ export interface Store {
    */
   take(path: Path, rank: Rank, cost: number, nowMs: number, from?: number): boolean;
   /**
+   * Takes `cost` from every budget of `path` from index `from` on without checking again: the
+   * scheduler's grant, which has just found room on this path (`Lane.choosePath`) in the same
+   * synchronous step. Checking twice on the hottest path bought nothing.
+   */
+  commit(path: Path, cost: number, nowMs: number, from?: number): void;
+  /**
    * Gives back the slots `take` took from `path` from index `from` on. Metered budgets (token and
    * request buckets, accounts' buckets) give nothing back here: see `reconcile`.
    */

@@ -36,6 +36,19 @@ export function describeStore(name: string, makeStore: () => Store | Promise<Sto
       assert.deepEqual([lane.inflight, group.inflight], [0, 0]);
     });
 
+    test("commit takes every budget of the path (the scheduler's grant, after it found room)", async () => {
+      const store = await makeStore();
+      const lane = store.concurrency("lane:chat", 2);
+      const pod = store.concurrency("pod:p", 1);
+      const path = new Path("chat", [lane, pod], 1, null);
+      assert.equal(path.hasRoom(BULK, 1, 0), true);
+      store.commit(path, 1, 0);
+      assert.deepEqual([lane.inflight, pod.inflight], [1, 1]);
+      assert.equal(store.take(path, BULK, 1, 0), false, "and the next take sees it");
+      store.give(path, 1, 0);
+      assert.deepEqual([lane.inflight, pod.inflight], [0, 0]);
+    });
+
     test("the reserve: the last slots of a lane go only to interactive calls", async () => {
       const store = await makeStore();
       const lane = store.concurrency("lane:chat", 2, 1);
