@@ -21,7 +21,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { Redis } from "ioredis";
 import type { AccountBudget, AccountSettings } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
@@ -33,6 +32,7 @@ import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { MemoryStore } from "./memory.js";
+import { connectRedis, type FleetConnection } from "./redis-connection.js";
 import { isReplyCode, runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
 
@@ -68,8 +68,8 @@ export class RedisStore implements Store {
   readonly replica: string;
   readonly #local = new MemoryStore();
   readonly #mirror: FleetMirror;
-  readonly #client: Redis;
-  readonly #subscriber: Redis;
+  readonly #client: FleetConnection;
+  readonly #subscriber: FleetConnection;
   readonly #ttlMs: number;
   readonly #policy: OnStoreError;
   readonly #replicas: number;
@@ -111,8 +111,8 @@ export class RedisStore implements Store {
       enableOfflineQueue: false,
       lazyConnect: true,
     };
-    this.#client = new Redis(options.url, { ...common, enableAutoPipelining: true });
-    this.#subscriber = new Redis(options.url, { ...common, enableOfflineQueue: true });
+    this.#client = connectRedis(options.url, { ...common, enableAutoPipelining: true });
+    this.#subscriber = connectRedis(options.url, { ...common, enableOfflineQueue: true });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     this.#subscriber.on("error", () => {});
     this.#subscriber.on("message", (channel: string, message: string) => {
