@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { isConfigError } from "../core/errors.js";
+import { parseStoreUrl, STORE_URL_FORMS, StoreUrlError } from "../store/redis-connection.js";
 import type { LeafParams } from "./issues.js";
 import { parseDuration, parseSize } from "./units.js";
 
@@ -178,22 +179,21 @@ export const notBuilt = (feature: string, instead: string) =>
 /** Where budgets live: `memory` (one process) or a Redis URL (a fleet of processes). */
 export type StoreConfig = { readonly kind: "memory" } | { readonly kind: "redis"; readonly url: string };
 
-/** `memory`, or `redis://…` / `rediss://…` (a password in the URL is never echoed in errors). */
+/**
+ * `memory`, or a Redis URL: one server (`redis://`, `rediss://`), a Cluster (`redis+cluster://`)
+ * or a Sentinel group (`redis+sentinel://`); src/store/redis-connection.ts reads the forms, so
+ * the config accepts exactly what the store can open. A password is never echoed in an error.
+ */
 export const store: Check<StoreConfig> = (v) => {
   if (v === "memory") return { kind: "memory" };
-  if (typeof v === "string" && /^rediss?:\/\/[^\s]+$/.test(v) && URL.canParse(v))
-    return { kind: "redis", url: v };
-  throw new Bad(
-    "memory, or a Redis URL: redis://[:password@]host:port[/db] or rediss://…",
-    undefined,
-    undefined,
-    typeof v === "string" ? withoutPassword(v) : v,
-  );
+  if (typeof v !== "string") throw new Bad(STORE_URL_FORMS);
+  try {
+    parseStoreUrl(v);
+  } catch (e) {
+    if (!(e instanceof StoreUrlError)) throw e;
+    if (e.notBuilt !== undefined)
+      failNotBuilt(e.notBuilt, "use redis+cluster:// or redis+sentinel:// on a trusted network", e.received);
+    throw new Bad(e.expected, undefined, undefined, e.received);
+  }
+  return { kind: "redis", url: v };
 };
-
-function withoutPassword(url: string): string {
-  if (!URL.canParse(url)) return url.replace(/\/\/[^@/]*@/, "//***@");
-  const u = new URL(url);
-  if (u.password !== "") u.password = "***";
-  return u.href;
-}
