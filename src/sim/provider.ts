@@ -15,25 +15,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RateBudget } from "../core/rate-budget.js";
-import { promptTokens } from "../gateway/estimate.js";
+import { errorBody, SimBadRequestError } from "./openai.js";
 import {
-  completionBody,
-  contentKey,
-  embeddingBody,
-  errorBody,
-  parseSimRequest,
-  replyMeta,
-  SimBadRequestError,
-  type SimRequest,
-  SSE_DONE,
-  simTokens,
-  streamChunk,
-  usage,
-  type WorkKind,
-} from "./openai.js";
+  type ProviderAnswerOptions,
+  type ProviderCall,
+  type ProviderKind,
+  providerAnswerBody,
+  readProviderCall,
+} from "./provider-answer.js";
 
 /** Options of {@link startProvider}. */
-export interface ProviderOptions {
+export interface ProviderOptions extends ProviderAnswerOptions {
   /** Port to listen on; 0 picks a free one. **Default:** 0. */
   port?: number;
   /** **Default:** `"127.0.0.1"`. */
@@ -48,14 +40,6 @@ export interface ProviderOptions {
   serviceMs?: number;
   /** Added service time per output token, in ms. **Default:** 0. */
   msPerOutputToken?: number;
-  /** Output tokens when the request names no `max_tokens`. **Default:** 64. */
-  defaultOutputTokens?: number;
-  /** An answer's length is `ceil(max_tokens × completionRatio)` (at least 1). **Default:** 1. */
-  completionRatio?: number;
-  /** `usage` in a stream's last chunk: `"asked"` only with `stream_options.include_usage` (OpenAI), `"always"`, `"never"`. **Default:** `"asked"`. */
-  streamUsage?: "asked" | "always" | "never";
-  /** Model name when the request names none. **Default:** `"provider-model"`. */
-  model?: string;
   /** Time source in ms for the buckets. **Default:** `performance.now`. */
   now?: () => number;
 }
@@ -70,6 +54,8 @@ export interface ProviderStats {
   maxInflightSeen: number;
   /** Every call served: when it arrived (clock ms) and the tokens it was charged. */
   log: { at: number; tokens: number }[];
+  /** Every call answered 429: when it arrived (clock ms), the tokens it would have been charged, the limit that said no. */
+  throttledLog: { at: number; tokens: number; why: keyof ProviderStats["throttled"] }[];
 }
 
 export interface Provider {
@@ -79,7 +65,7 @@ export interface Provider {
   close(): Promise<void>;
 }
 
-const ROUTES: Record<string, Exclude<WorkKind, "echo">> = {
+const ROUTES: Record<string, ProviderKind> = {
   "/v1/chat/completions": "chat",
   "/v1/completions": "completion",
   "/v1/embeddings": "embedding",
@@ -106,12 +92,11 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
     tokensServed: 0,
     maxInflightSeen: 0,
     log: [],
+    throttledLog: [],
   };
   let inflight = 0;
   /** Answers not yet sent: cleared by close(), so a closed provider keeps no timer. */
   const timers = new Set<NodeJS.Timeout>();
-  const completionRatio = options.completionRatio ?? 1;
-  const defaultOutput = options.defaultOutputTokens ?? 64;
 
   /** The account's headers now (OpenAI's names). */
   const limitHeaders = (at: number): Record<string, string> => {
@@ -134,8 +119,10 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
     at: number,
     why: keyof ProviderStats["throttled"],
     waitMs: number,
+    charge: number,
   ) => {
     stats.throttled[why]++;
+    stats.throttledLog.push({ at, tokens: charge, why });
     const ms = Math.max(1, Math.ceil(waitMs));
     const body = errorBody(
       `Rate limit reached for ${why} on this account; please try again in ${resetText(ms)}`,
@@ -153,41 +140,18 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
 
   const answer = (
     res: ServerResponse,
-    kind: Exclude<WorkKind, "echo">,
-    p: SimRequest,
-    n: number,
+    kind: ProviderKind,
+    call: ProviderCall,
     headers: Record<string, string>,
   ) => {
-    if (kind === "embedding") {
-      res.writeHead(200, { "content-type": "application/json", ...headers });
-      res.end(embeddingBody(p.model, p.inputs, 8, p.promptTokens));
-      return;
-    }
-    const key = contentKey(p.model, p.promptText);
-    const meta = replyMeta(kind, p.model, key);
-    const text = simTokens(key, n).join("");
-    const u = usage(p.promptTokens, n);
-    const finish = p.maxTokens !== undefined && n >= p.maxTokens ? "length" : "stop";
-    if (!p.stream) {
-      res.writeHead(200, { "content-type": "application/json", ...headers });
-      res.end(completionBody(kind, meta, text, finish, u));
-      return;
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...headers });
-    const mode = options.streamUsage ?? "asked";
-    const withUsage = mode === "always" || (mode === "asked" && p.includeUsage);
-    let out = streamChunk(
-      kind,
-      meta,
-      kind === "chat" ? { role: "assistant", content: "" } : "",
-      null,
-      p.includeUsage,
+    const streamed = kind !== "embedding" && call.request.stream;
+    res.writeHead(
+      200,
+      streamed
+        ? { "content-type": "text/event-stream", "cache-control": "no-cache", ...headers }
+        : { "content-type": "application/json", ...headers },
     );
-    for (const piece of simTokens(key, n))
-      out += streamChunk(kind, meta, kind === "chat" ? { content: piece } : piece, null, p.includeUsage);
-    out += streamChunk(kind, meta, kind === "chat" ? {} : "", finish, p.includeUsage);
-    if (withUsage) out += streamChunk(kind, meta, null, null, true, u);
-    res.end(out + SSE_DONE);
+    res.end(providerAnswerBody(kind, call, options));
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse, body: Buffer) => {
@@ -198,37 +162,26 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
       res.end(errorBody(`no route ${req.method} ${path}`, "invalid_request_error"));
       return;
     }
-    let p: SimRequest;
+    let call: ProviderCall;
     try {
-      p = parseSimRequest(kind, body, options.model ?? "provider-model");
-      p.promptTokens = promptTokens(
-        JSON.parse(body.toString("utf8")) as Record<string, unknown>,
-        body.length,
-      );
+      call = readProviderCall(kind, body, options);
     } catch (error) {
       const param = error instanceof SimBadRequestError ? error.param : null;
       res.writeHead(400, { "content-type": "application/json" });
       res.end(errorBody((error as Error).message, "invalid_request_error", null, param));
       return;
     }
-    const n =
-      kind === "embedding"
-        ? 0
-        : Math.max(
-            1,
-            Math.ceil((p.maxTokens ?? defaultOutput) * (p.maxTokens === undefined ? 1 : completionRatio)),
-          );
-    const charge = p.promptTokens + n;
+    const { charge, outputTokens: n } = call;
     const at = now();
     // Requests first, then tokens, then concurrency: the order OpenAI's headers suggest.
     if (requests !== null && !requests.hasRoom(1, 1, at))
-      return throttle(res, at, "requests", requests.readyAt(1) - at);
+      return throttle(res, at, "requests", requests.readyAt(1) - at, charge);
     if (tokens !== null && !tokens.hasRoom(1, charge, at)) {
       const ready = tokens.readyAt(charge);
-      return throttle(res, at, "tokens", Number.isFinite(ready) ? ready - at : 60_000);
+      return throttle(res, at, "tokens", Number.isFinite(ready) ? ready - at : 60_000, charge);
     }
     if (options.maxInflight !== undefined && inflight >= options.maxInflight)
-      return throttle(res, at, "inflight", 1000);
+      return throttle(res, at, "inflight", 1000, charge);
     requests?.take(1, at);
     tokens?.take(charge, at);
     inflight++;
@@ -240,7 +193,7 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
     const delay = (options.serviceMs ?? 0) + n * (options.msPerOutputToken ?? 0);
     const finish = () => {
       inflight--;
-      if (!res.destroyed) answer(res, kind, p, n, headers);
+      if (!res.destroyed) answer(res, kind, call, headers);
     };
     if (delay <= 0) finish();
     else {
@@ -265,7 +218,12 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
   return {
     url: `http://${options.host ?? "127.0.0.1"}:${port}`,
     port,
-    stats: () => ({ ...stats, throttled: { ...stats.throttled }, log: [...stats.log] }),
+    stats: () => ({
+      ...stats,
+      throttled: { ...stats.throttled },
+      log: [...stats.log],
+      throttledLog: [...stats.throttledLog],
+    }),
     close: () =>
       new Promise<void>((resolve) => {
         for (const t of timers) clearTimeout(t);
