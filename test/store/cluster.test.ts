@@ -107,8 +107,9 @@ if (cluster === null) {
         held[released++]!.release();
         const before = held.length;
         await until(`grant ${before + 1} after a release`, () => held.length > before);
-        const inflight = govs.reduce((n, g) => n + g.snapshot().lanes[0]!.inflight, 0);
-        assert.ok(inflight <= 3, `at most 3 in flight fleet-wide, saw ${inflight}`);
+        // Leases handed out and not released (a replica's local count may also hold a take
+        // still being confirmed, which the cluster may refuse).
+        assert.ok(held.length - released <= 3, `at most 3 granted at once, saw ${held.length - released}`);
       }
       for (const l of held) l.release();
       await Promise.all(calls);
