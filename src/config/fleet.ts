@@ -1,7 +1,7 @@
 /**
- * The fleet section and what fleet mode (`store: redis://…`) does not share yet. A key that would
- * be silently per-process with several replicas is refused with an error saying so, and the fleet
- * section is refused without a Redis store (its settings would do nothing).
+ * The fleet section and what fleet mode (`store: redis://…`) does not share yet (per-key bounds).
+ * A key that would be silently per-process with several replicas is refused with an error saying
+ * so, and the fleet section is refused without a Redis store (its settings would do nothing).
  */
 import { DEFAULTS } from "../core/defaults.js";
 import type { Checker } from "./checks.js";
@@ -44,11 +44,8 @@ export function fleetConfig(c: Checker, raw: RawConfig): FleetConfig {
     if (k.max_inflight !== undefined)
       notShared(["auth", "keys", i, "max_inflight"], "per-key bound", k.max_inflight);
   });
-  raw.models.forEach((m, i) => {
-    if (m.tpm !== undefined) notShared(["models", i, "tpm"], "token budget", m.tpm);
-    if (m.rpm !== undefined) notShared(["models", i, "rpm"], "request budget", m.rpm);
-  });
-  for (const name of Object.keys(raw.accounts)) notShared(["accounts", name], "provider account", name);
+  // Token and request budgets (`tpm`, `rpm`) and accounts are shared: their buckets, in-flight
+  // counts and quota pauses live in Redis (src/store/fleet-rates.ts, fleet-accounts.ts).
   return fleet;
 }
 

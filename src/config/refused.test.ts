@@ -51,14 +51,28 @@ describe("the store and fleet mode", () => {
         config({ ...fleet, auth: { keys: [{ id: "k", sha256: "a".repeat(64), max_inflight: 3 }] } }),
         "auth.keys[0].max_inflight",
       ],
-      [config(fleet, { tpm: 1000 }), "models[0].tpm"],
-      [config(fleet, { rpm: 10 }), "models[0].rpm"],
     ];
     for (const [input, path] of cases) {
       const e = invalid(input);
       assert.equal(e.path, path);
       assert.match(e.expected, /with store: redis:\/\/ \(not shared across replicas yet/);
     }
+  });
+
+  test("token and request budgets and accounts are accepted with a Redis store (they are shared)", () => {
+    const c = parseConfig(
+      config(
+        {
+          store: "redis://r:6379",
+          accounts: { prod: { max_inflight: 8, tpm: 90_000, rpm: 600, models: ["m"] } },
+        },
+        { tpm: 1000, rpm: 10 },
+      ),
+    );
+    assert.equal(c.store.kind, "redis");
+    assert.equal(c.models[0]!.tpm, 1000);
+    assert.equal(c.models[0]!.rpm, 10);
+    assert.equal(c.accounts.prod!.tpm, 90_000);
   });
 
   test("an invalid store is reported without the password it may carry", () => {

@@ -13,8 +13,9 @@
  * It also keeps what seed 004 says to watch: throttled answers in the last minute, and (in the
  * snapshot) their ratio to the calls in flight.
  */
-import { AimdWidth, FixedWidth, type WidthAlgorithm } from "./aimd.js";
+import { AimdWidth, FixedWidth, type WidthAlgorithm, type WidthState } from "./aimd.js";
 import type { Budget, BudgetState } from "./budget.js";
+import { Emitter, type Event } from "./events.js";
 import { MinuteCounter } from "./minute-counter.js";
 import type { Outcome } from "./outcome.js";
 import type { GrantRecord } from "./pod.js";
@@ -42,8 +43,20 @@ export interface AccountState extends BudgetState {
   requests: RateState | null;
 }
 
+/**
+ * What a fleet's processes share of an account's adaptive state: its cap (AIMD) and its quota
+ * pause, as time left when it was shared (each process has its own clock).
+ */
+export interface SharedAccountState {
+  width: WidthState;
+  quotaLeftMs: number;
+}
+
 export class AccountBudget implements Budget {
+  /** Calls this process holds. */
   inflight = 0;
+  /** Calls other processes hold, as a fleet store last saw them (0 with the memory store). */
+  others = 0;
   /** The provider's quota pause: no grant before this time. */
   quotaUntil = 0;
   /** The adaptive in-flight cap (`Infinity` without `maxInflight`). */
@@ -53,6 +66,12 @@ export class AccountBudget implements Budget {
   settings: AccountSettings;
   /** Answers that said slow down (429 with or without a reset, 503, 529), over the last minute. */
   readonly throttled = new MinuteCounter();
+  readonly #shares = new Emitter<SharedAccountState>();
+  /**
+   * The cap moved or the quota pause grew here (a throttled or quota answer, a success that grew
+   * the cap): what a fleet store tells the other processes. Opt-in: nothing is built unheard.
+   */
+  readonly onShare: Event<SharedAccountState> = this.#shares.event;
 
   constructor(
     readonly name: string,
@@ -91,7 +110,7 @@ export class AccountBudget implements Budget {
 
   hasRoom(rank: number, cost: number, nowMs: number): boolean {
     return (
-      this.inflight < this.width.width &&
+      this.inflight + this.others < this.width.width &&
       this.quotaUntil <= nowMs &&
       (this.tokens === null || this.tokens.hasRoom(rank, cost, nowMs)) &&
       (this.requests === null || this.requests.hasRoom(rank, cost, nowMs))
@@ -141,13 +160,15 @@ export class AccountBudget implements Budget {
    */
   settle(outcome: Outcome, grant: GrantRecord, nowMs: number): boolean {
     const before = this.width.width;
+    const pausedBefore = this.quotaUntil;
     switch (outcome.kind) {
       case "success":
         this.width.onSuccess(grant.inflightAtStart, grant.widthAtStart, grant.epoch);
         break;
       case "congestion":
         this.throttled.add(1, nowMs);
-        this.width.onCongestion(grant.epoch, this.inflight);
+        // The provider saw the fleet's calls, not this process's: halve from what the fleet holds.
+        this.width.onCongestion(grant.epoch, this.inflight + this.others);
         break;
       case "quota":
         this.throttled.add(1, nowMs);
@@ -160,7 +181,25 @@ export class AccountBudget implements Budget {
       default:
         break;
     }
-    return this.width.width !== before;
+    const moved = this.width.width !== before;
+    if ((moved || this.quotaUntil > pausedBefore) && this.#shares.size > 0)
+      this.#shares.emit(this.shared(nowMs));
+    return moved;
+  }
+
+  /** The adaptive state other processes of a fleet take on (`adopt`). */
+  shared(nowMs: number): SharedAccountState {
+    return { width: this.width.toJSON(), quotaLeftMs: Math.max(0, this.quotaUntil - nowMs) };
+  }
+
+  /**
+   * Takes on what another process saw: its cap (when both run AIMD under the same ceiling) and its
+   * quota pause (the longer pause wins). Calls in flight keep their slots.
+   */
+  adopt(state: SharedAccountState, nowMs: number): void {
+    if (this.width instanceof AimdWidth && state.width.ceiling === this.width.toJSON().ceiling)
+      this.width = AimdWidth.fromJSON(state.width);
+    this.quotaUntil = Math.max(this.quotaUntil, nowMs + state.quotaLeftMs);
   }
 
   toJSON(): AccountState {

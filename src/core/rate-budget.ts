@@ -104,19 +104,49 @@ export class RateBudget implements Budget {
    * above capacity; tokens used beyond the estimate are charged (debt is carried).
    */
   reconcile(reserved: number, used: number | null, nowMs: number, grantedAtMs: number): void {
+    const delta = this.settlement(reserved, used, nowMs, grantedAtMs);
+    if (delta === 0) return;
+    const level = this.levelAt(nowMs);
+    // A refund never lifts the level above capacity; a charge may take it below zero (debt).
+    const applied = delta > 0 ? Math.min(delta, this.perMinute - level) : delta;
+    if (applied <= 0 && delta > 0) return;
+    this.#set(level + applied, nowMs);
+    this.used.add(-applied, nowMs);
+  }
+
+  /**
+   * The change a settlement makes to the level before the capacity cap (what {@link reconcile}
+   * applies, and what a shared store applies to the fleet's copy of the bucket): negative charges
+   * the tokens used beyond the estimate, positive refunds the unused part of the reservation that
+   * the refill has not yet paid back, 0 when nothing moves. Elapsed time is measured on one clock
+   * (`nowMs − grantedAtMs`), so replicas whose clocks disagree compute the same bound.
+   */
+  settlement(reserved: number, used: number | null, nowMs: number, grantedAtMs: number): number {
     const amount = this.amount(reserved);
     const spent = used === null ? 0 : this.unit === "tokens" ? used : amount;
-    const level = this.levelAt(nowMs);
-    if (spent > amount) {
-      this.#set(level - (spent - amount), nowMs);
-      this.used.add(spent - amount, nowMs);
-      return;
-    }
+    if (spent > amount) return amount - spent;
     const unpaid = amount - ((nowMs - grantedAtMs) * this.perMinute) / MINUTE_MS;
-    const refund = Math.min(amount - spent, unpaid, this.perMinute - level);
-    if (refund <= 0) return;
-    this.#set(level + refund, nowMs);
-    this.used.add(-refund, nowMs);
+    return Math.max(0, Math.min(amount - spent, unpaid));
+  }
+
+  /**
+   * Sets the level to what the fleet's copy holds (`level`, at `nowMs`): a shared store's answer
+   * replaces this process's picture, which it only mirrors.
+   */
+  sync(level: number, nowMs: number): void {
+    this.#set(Math.min(this.perMinute, level), nowMs);
+  }
+
+  /**
+   * Gives back a reservation the fleet never took (`amount` as {@link amount} computed it):
+   * the level rises by it, never above capacity.
+   */
+  restore(amount: number, nowMs: number): void {
+    const level = this.levelAt(nowMs);
+    const back = Math.min(amount, this.perMinute - level);
+    if (back <= 0) return;
+    this.#set(level + back, nowMs);
+    this.used.add(-back, nowMs);
   }
 
   /** When a call of estimate `cost` will fit, if it does not now and ever can; else undefined. */

@@ -83,6 +83,7 @@ export class Governor {
     this.#clock = resolved.clock ?? systemClock;
     this.#random = resolved.random ?? Math.random;
     this.#store = resolved.store ?? new MemoryStore();
+    this.#store.useClock?.(this.#clock);
     this.#scheduler = new Scheduler(
       {
         granted: (t) => this.#waiters.granted(t),

@@ -98,7 +98,7 @@ export class Waiters {
 
   #confirm(t: Ticket): void {
     const path = t.path!;
-    this.store.confirm!(path, t.rank).then(
+    this.store.confirm!(path, t.rank, 0, t.tokens).then(
       (ok) => {
         const now = this.clock.now();
         if (t.state !== "granted" || t.path !== path) return;
@@ -131,7 +131,7 @@ export class Waiters {
     const path = t.path!;
     let ok: boolean;
     try {
-      ok = await this.store.confirm!(path, t.rank, path.podStart);
+      ok = await this.store.confirm!(path, t.rank, path.podStart, t.tokens);
     } catch {
       ok = false;
     }

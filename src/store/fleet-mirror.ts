@@ -3,14 +3,15 @@
  * replica holds on each as Redis knows it (confirmed grants minus releases), and what the other
  * replicas hold (`others` on the budget itself, so the scheduler's room checks see the fleet).
  */
+import { AccountBudget } from "../core/account.js";
 import { AdmissionBudget } from "../core/admission.js";
 import type { Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import { Pod } from "../core/pod.js";
 import { INTERACTIVE, type Rank } from "../core/priority.js";
 
-/** A budget whose count the fleet shares. */
-type Shared = ConcurrencyBudget | AdmissionBudget | Pod;
+/** A budget whose count the fleet shares (an account's: its calls in flight). */
+type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget;
 
 export class FleetMirror {
   readonly #keyOf = new Map<Budget, string>();
@@ -26,7 +27,7 @@ export class FleetMirror {
   ) {}
 
   /** Remembers that `budget` is stored under `key`; returns it. */
-  track<B extends ConcurrencyBudget | AdmissionBudget>(key: string, budget: B): B {
+  track<B extends ConcurrencyBudget | AdmissionBudget | AccountBudget>(key: string, budget: B): B {
     this.#register(budget, `${this.tag}:b:${key}`);
     return budget;
   }
@@ -120,7 +121,8 @@ export class FleetMirror {
   enterOutage(replicas: number): void {
     for (const budget of this.#byKey.values()) {
       const limit = limitFor(budget, INTERACTIVE);
-      budget.others = limit - Math.max(1, Math.floor(limit / replicas));
+      // An account with no in-flight cap has no limit to divide.
+      budget.others = limit >= UNBOUNDED ? 0 : limit - Math.max(1, Math.floor(limit / replicas));
     }
   }
 
@@ -145,9 +147,13 @@ export class FleetMirror {
   }
 }
 
+/** What stands for "no bound" in a script's arguments (an account without `max_inflight`). */
+const UNBOUNDED = Number.MAX_SAFE_INTEGER;
+
 /** A shared budget's limit for a call of class `rank` (a lane's reserve is for interactive calls). */
 function limitFor(budget: Shared, rank: Rank): number {
   if (budget instanceof Pod) return budget.width.width;
+  if (budget instanceof AccountBudget) return Math.min(UNBOUNDED, budget.width.width);
   if (budget instanceof AdmissionBudget) return budget.maxInflight;
   return budget.limit - (rank === INTERACTIVE ? 0 : budget.reserve);
 }

@@ -24,14 +24,18 @@ import { hostname } from "node:os";
 import type { AccountBudget, AccountSettings } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import { ConfigError, StoreUnavailableError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
 import type { Path } from "../core/path.js";
 import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
+import { FleetAccounts, splitMessage } from "./fleet-accounts.js";
 import { FleetMirror } from "./fleet-mirror.js";
+import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
 import { MemoryStore } from "./memory.js";
+import { redactedUrl } from "./redacted-url.js";
 import { connectRedis, type FleetConnection } from "./redis-connection.js";
 import { isReplyCode, runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
@@ -68,6 +72,9 @@ export class RedisStore implements Store {
   readonly replica: string;
   readonly #local = new MemoryStore();
   readonly #mirror: FleetMirror;
+  readonly #rates: FleetRates;
+  /** The clock answers from Redis are read on: the Governor's (`useClock`). */
+  #clock: Clock = systemClock;
   readonly #client: FleetConnection;
   readonly #subscriber: FleetConnection;
   readonly #ttlMs: number;
@@ -79,6 +86,8 @@ export class RedisStore implements Store {
   readonly #storeErrors = new Emitter<void>();
   readonly #podStates = new Emitter<{ id: string; state: SharedPodState }>();
   readonly #podsChannel: string;
+  readonly #accounts: FleetAccounts;
+  readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -103,6 +112,7 @@ export class RedisStore implements Store {
     this.#channel = `${tag}:released`;
     this.#podsChannel = `${tag}:pods`;
     this.#mirror = new FleetMirror(tag);
+    this.#rates = new FleetRates(tag);
     // RESP2 explicitly (ioredis 6 defaults to RESP3); fail fast so an outage is seen within a
     // heartbeat instead of commands queueing without end.
     const common = {
@@ -113,10 +123,21 @@ export class RedisStore implements Store {
     };
     this.#client = connectRedis(options.url, { ...common, enableAutoPipelining: true });
     this.#subscriber = connectRedis(options.url, { ...common, enableOfflineQueue: true });
+    const link: FleetLink = {
+      client: this.#client,
+      replica: this.replica,
+      connected: () => this.#mode === "connected",
+      failed: () => this.#failed(),
+      now: () => this.#clock.now(),
+      changed: () => this.#changes.emit(),
+    };
+    this.#link = link;
+    this.#accounts = new FleetAccounts(link, this.#rates, `${tag}:accounts`);
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     this.#subscriber.on("error", () => {});
     this.#subscriber.on("message", (channel: string, message: string) => {
       if (channel === this.#podsChannel) this.#podState(message);
+      else if (channel === this.#accounts.channel) this.#accounts.receive(message);
       else this.#released(message);
     });
   }
@@ -124,7 +145,7 @@ export class RedisStore implements Store {
   /** Connects, registers this replica and starts its heartbeat. */
   async start(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
-    await this.#subscriber.subscribe(this.#channel, this.#podsChannel);
+    await this.#subscriber.subscribe(this.#channel, this.#podsChannel, this.#accounts.channel);
     await this.heartbeat();
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();
@@ -135,6 +156,11 @@ export class RedisStore implements Store {
     clearInterval(this.#timer);
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
+  }
+
+  /** Reads answers from Redis (bucket levels, pauses) on `clock`, the scheduler's timeline. */
+  useClock(clock: Clock): void {
+    this.#clock = clock;
   }
 
   status(): FleetStatus {
@@ -160,25 +186,35 @@ export class RedisStore implements Store {
     return this.#local.arrival(key, limit, maxRank, name);
   }
 
-  rate(_key: string, _unit: RateUnit, _perMinute: number, _nowMs: number, name = _key): RateBudget {
-    throw new ConfigError(
-      name,
-      "no token or request budget with the Redis store (not built yet in fleet mode)",
-      "tpm/rpm",
-    );
+  rate(key: string, unit: RateUnit, perMinute: number, nowMs: number, name = key): RateBudget {
+    const bucket = this.#local.rate(key, unit, perMinute, nowMs, name);
+    this.#rates.trackRate(key, bucket);
+    return bucket;
   }
 
-  account(_key: string, _settings: AccountSettings, _nowMs: number, name = _key): AccountBudget {
-    throw new ConfigError(name, "no account with the Redis store (not built yet in fleet mode)", "account");
+  /**
+   * An account whose calls in flight, buckets and quota pause the fleet shares; its adaptive cap
+   * and pause travel to the other replicas as a pod's state does (`onShare` → `#accountState`).
+   */
+  account(key: string, settings: AccountSettings, nowMs: number, name = key): AccountBudget {
+    const account = this.#local.account(key, settings, nowMs, name);
+    if (this.#rates.trackAccount(key, account)) {
+      this.#mirror.track(key, account);
+      account.onShare((state) => this.#accounts.share(key, state));
+    }
+    return account;
   }
 
   take(path: Path, rank: Rank, cost: number, nowMs: number, from = 0): boolean {
     // Local only: `confirm` asks the fleet (and, while Redis is down under `closed`, refuses).
-    return this.#local.take(path, rank, cost, nowMs, from);
+    if (!this.#local.take(path, rank, cost, nowMs, from)) return false;
+    this.#rates.took(path, cost, from);
+    return true;
   }
 
   commit(path: Path, cost: number, nowMs: number, from = 0): void {
     this.#local.commit(path, cost, nowMs, from); // local only, like take: confirm asks the fleet
+    this.#rates.took(path, cost, from);
   }
 
   /**
@@ -186,23 +222,30 @@ export class RedisStore implements Store {
    * when another replica holds the room (the caller rolls back); rejects with
    * `StoreUnavailableError` while Redis is down and the policy is `closed`.
    */
-  async confirm(path: Path, rank: Rank, from = 0): Promise<boolean> {
+  async confirm(path: Path, rank: Rank, from = 0, cost = 0): Promise<boolean> {
     const fleet = this.#mirror.fleetPart(path, rank, from);
-    if (fleet.keys.length === 0 || this.#mode === "open" || this.#mode === "local") return true;
+    const metered = this.#rates.part(path, cost, from);
+    if (fleet.keys.length === 0 && metered === null) return true;
+    if (this.#mode === "open" || this.#mode === "local") return this.#rates.unconfirmed(metered);
     const heard = this.#mirror.heard(fleet.keys);
+    let reply: unknown[];
     try {
-      const reply = await this.#grant(fleet.keys, fleet.limits);
-      this.#ok();
-      if (this.#mirror.setOthers(fleet.budgets, reply.slice(1), fleet.keys, heard) && reply[0]! < 0)
-        setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
-      if (reply[0]! < 0) return false;
-      this.#mirror.confirmed(fleet.keys, +1);
-      return true;
+      reply = await this.#grant(fleet.keys, fleet.limits, metered);
     } catch (error) {
       this.#failed();
-      if (this.#mode === "closed") throw this.#unavailable(error);
-      return true;
+      if (this.#mode !== "closed") return this.#rates.unconfirmed(metered);
+      this.#rates.unreached(metered, this.#clock.now());
+      throw this.#unavailable(error);
     }
+    this.#ok();
+    const granted = (reply[0] as number) > 0;
+    this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
+    const others = reply.slice(1, 1 + fleet.keys.length) as number[];
+    if (this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard) && !granted)
+      setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
+    if (!granted) return false;
+    this.#mirror.confirmed(fleet.keys, +1);
+    return true;
   }
 
   /** Gives back locally what a refused `confirm` took (nothing reached the fleet). */
@@ -219,8 +262,20 @@ export class RedisStore implements Store {
     runScript(this.#client, "release", keys, [this.replica, this.#channel]).catch(() => this.#failed()); // the next heartbeat after an outage writes back exact counts
   }
 
-  reconcile(): void {
-    // No metered budget exists in fleet mode yet (rate() refuses them).
+  /**
+   * Settles a call's reservation: on this process's buckets at once, then on the fleet's copies in
+   * one script (fire-and-forget: a settlement that cannot reach Redis is applied when it answers).
+   */
+  reconcile(
+    path: Path,
+    reserved: number,
+    used: number | null | undefined,
+    nowMs: number,
+    grantedAtMs: number,
+  ): void {
+    // undefined: the estimate stays charged
+    const s = used === undefined ? null : this.#rates.settle(path, reserved, used, nowMs, grantedAtMs);
+    if (s !== null) this.#rates.send(s, this.#link);
   }
 
   *budgets(): Iterable<Budget | ArrivalBudget> {
@@ -246,30 +301,39 @@ export class RedisStore implements Store {
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
+      await this.#refreshRates();
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch {
       this.#failed();
     }
   }
 
-  async #grant(keys: string[], limits: number[]): Promise<number[]> {
+  /** One grant script over the path's fleet budgets: `grant`, or `grant-path` when it has buckets or pauses. */
+  async #grant(keys: string[], limits: number[], metered: MeteredPart | null): Promise<unknown[]> {
+    const run = () =>
+      (metered === null
+        ? runScript(this.#client, "grant", [this.#replicasKey, ...keys], [this.replica, ...limits])
+        : runScript(
+            this.#client,
+            "grant-path",
+            [this.#replicasKey, ...keys, ...metered.keys],
+            [this.replica, keys.length, metered.buckets.length, ...limits, ...metered.args],
+          )) as Promise<unknown[]>;
     try {
-      return (await runScript(
-        this.#client,
-        "grant",
-        [this.#replicasKey, ...keys],
-        [this.replica, ...limits],
-      )) as number[];
+      return await run();
     } catch (error) {
       if (!isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
       await this.heartbeat(); // re-register what this replica holds, then try once more
-      return (await runScript(
-        this.#client,
-        "grant",
-        [this.#replicasKey, ...keys],
-        [this.replica, ...limits],
-      )) as number[];
+      return await run();
     }
+  }
+
+  /** Re-reads the fleet's buckets and pauses into the local mirror (the heartbeat's resync). */
+  async #refreshRates(): Promise<void> {
+    const known = this.#rates.all();
+    if (known.keys.length === 0) return;
+    const reply = (await runScript(this.#client, "levels", known.keys, known.caps)) as unknown[];
+    this.#rates.refreshed(known, reply, this.#clock.now());
   }
 
   /**
@@ -284,14 +348,10 @@ export class RedisStore implements Store {
   }
 
   #podState(message: string): void {
-    const first = message.indexOf("\n");
-    const second = message.indexOf("\n", first + 1);
-    if (first < 0 || second < 0 || message.slice(0, first) === this.replica) return;
+    const [replica, id, json] = splitMessage(message);
+    if (json === undefined || replica === this.replica) return;
     try {
-      this.#podStates.emit({
-        id: message.slice(first + 1, second),
-        state: JSON.parse(message.slice(second + 1)),
-      });
+      this.#podStates.emit({ id: id!, state: JSON.parse(json) });
     } catch {
       // A malformed message changes nothing: the next change of that pod is shared again.
     }
@@ -309,6 +369,9 @@ export class RedisStore implements Store {
     if (this.#mode !== "connected") {
       this.#mode = "connected";
       this.#mirror.leaveOutage();
+      // What was reserved and settled meanwhile is charged to the fleet's buckets now.
+      const owed = this.#rates.leaveOutage(this.#clock.now());
+      if (owed !== null) this.#rates.send(owed, this.#link);
     }
   }
 
@@ -318,7 +381,10 @@ export class RedisStore implements Store {
     this.#storeErrors.emit();
     if (this.#mode !== "connected") return;
     this.#mode = this.#policy;
-    if (this.#policy === "local") this.#mirror.enterOutage(this.#replicas);
+    if (this.#policy === "local") {
+      this.#mirror.enterOutage(this.#replicas);
+      this.#rates.enterOutage(this.#replicas, this.#clock.now());
+    }
     this.#changes.emit();
   }
 
@@ -329,13 +395,4 @@ export class RedisStore implements Store {
   }
 }
 
-/** The URL without its password, for logs, snapshots and errors. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    return u.toString();
-  } catch {
-    return "redis://…";
-  }
-}
+export { redactedUrl } from "./redacted-url.js";

@@ -10,6 +10,7 @@
 import type { AccountBudget, AccountSettings } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import type { Clock } from "../core/clock.js";
 import type { Event } from "../core/events.js";
 import type { Path } from "../core/path.js";
 import type { SharedPodState } from "../core/pod.js";
@@ -77,12 +78,21 @@ export interface Store {
    * A fleet store only: confirms with the fleet what `take` took locally. The scheduler's pass
    * stays synchronous; the Governor resolves a waiter only once this says yes, and on no rolls
    * the take back and puts the waiter back in line (`Scheduler.requeue`). Absent = `take` was final.
+   * `cost` is the call's estimate: what it takes from the token and request buckets on the path.
    */
-  confirm?(path: Path, rank: Rank, from?: number): Promise<boolean>;
-  /** A fleet store only: gives back locally what a refused `confirm` took. */
+  confirm?(path: Path, rank: Rank, from?: number, cost?: number): Promise<boolean>;
+  /**
+   * A fleet store only: gives back locally what a refused `confirm` took (its concurrency slots;
+   * `confirm` itself has already given the buckets back and set them to the fleet's levels).
+   */
   rollback?(path: Path, cost: number, nowMs: number, from?: number): void;
   /** A fleet store only: its replica id and whether Redis answers (`connected`, or the outage mode in force). */
   status?(): { replica: string; mode: "connected" | "local" | "open" | "closed" };
+  /**
+   * A fleet store only: the clock the Governor schedules on, so what the store reads from Redis
+   * (bucket levels, quota pauses) lands on the scheduler's timeline.
+   */
+  useClock?(clock: Clock): void;
   /** A fleet store only: tells the other processes a pod's new adaptive state (a cut, a breaker change). */
   sharePod?(id: string, state: SharedPodState): void;
   /** A fleet store only: another process changed a pod's adaptive state. */

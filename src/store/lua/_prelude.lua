@@ -37,3 +37,22 @@ local function inflight(replicas_key, budget_key, now)
   end
   return sum
 end
+
+-- Token and request buckets: {P}:r:<budget> hash {level, t}, t in Redis ms. A bucket refills
+-- continuously at capacity per minute, never above capacity; a missing hash is a full bucket.
+local MINUTE_MS = 60000
+local function bucket_level(key, cap, now)
+  local h = redis.call('HMGET', key, 'level', 't')
+  if not h[1] then return cap end
+  local level = tonumber(h[1]) + math.max(0, now - tonumber(h[2])) * cap / MINUTE_MS
+  if level > cap then return cap end
+  return level
+end
+
+-- Writes a bucket's level; the hash expires once the refill would have filled it again (a missing
+-- hash reads as full), so idle buckets leave nothing behind.
+local function bucket_store(key, level, cap, now)
+  redis.call('HSET', key, 'level', tostring(level), 't', now)
+  local full_in = math.ceil((cap - level) * MINUTE_MS / cap) + 1000
+  redis.call('PEXPIRE', key, full_in)
+end

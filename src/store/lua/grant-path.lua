@@ -1,0 +1,62 @@
+-- The grant of a path with metered budgets: the concurrency budgets as grant.lua takes them, and
+-- each token or request bucket and each account's quota pause on the path, in one script (one
+-- round trip, all or nothing).
+-- KEYS[1]                    the replicas zset
+-- KEYS[2..c+1]               the path's concurrency hashes
+-- KEYS[c+2..c+b+1]           the path's bucket hashes {level, t}
+-- KEYS[c+b+2..]              the path's quota pause keys (string with PX while paused)
+-- ARGV[1]                    replica id
+-- ARGV[2], ARGV[3]           c, b
+-- ARGV[4..c+3]               each concurrency budget's limit for this call
+-- ARGV[c+4..c+2b+3]          each bucket's capacity, then the amount this call takes from it
+-- Returns { 1 when granted, or -i when the i-th budget (concurrency, then buckets, then pauses,
+--           1-based) had no room; then for each concurrency budget the calls the other live
+--           replicas hold on it; each bucket's level after this call (a string); each pause's
+--           ms left (0 when none) }.
+-- Error SLUICE_UNKNOWN_REPLICA as grant.lua.
+local replicas_key = KEYS[1]
+local replica = ARGV[1]
+local c = tonumber(ARGV[2])
+local b = tonumber(ARGV[3])
+local now = now_ms()
+if not alive(replicas_key, replica, now) then
+  return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
+end
+local reply = { 1 }
+local full = 0
+for i = 1, c do
+  local key = KEYS[i + 1]
+  local mine = tonumber(redis.call('HGET', key, replica) or '0')
+  local total = inflight(replicas_key, key, now)
+  reply[i + 1] = total - mine
+  if full == 0 and total >= tonumber(ARGV[i + 3]) then full = i end
+end
+local levels = {}
+for j = 1, b do
+  local cap = tonumber(ARGV[c + 2 * j + 2])
+  local amount = tonumber(ARGV[c + 2 * j + 3])
+  levels[j] = bucket_level(KEYS[c + j + 1], cap, now)
+  if full == 0 and levels[j] < amount then full = c + j end
+end
+local pauses = {}
+for p = 1, #KEYS - c - b - 1 do
+  local left = redis.call('PTTL', KEYS[c + b + p + 1])
+  if left < 0 then left = 0 end
+  pauses[p] = left
+  if full == 0 and left > 0 then full = c + b + p end
+end
+if full == 0 then
+  for i = 1, c do
+    redis.call('HINCRBY', KEYS[i + 1], replica, 1)
+  end
+  for j = 1, b do
+    local cap = tonumber(ARGV[c + 2 * j + 2])
+    levels[j] = levels[j] - tonumber(ARGV[c + 2 * j + 3])
+    bucket_store(KEYS[c + j + 1], levels[j], cap, now)
+  end
+else
+  reply[1] = -full
+end
+for j = 1, b do reply[c + j + 1] = tostring(levels[j]) end
+for p = 1, #pauses do reply[c + b + p + 1] = pauses[p] end
+return reply
