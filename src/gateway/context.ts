@@ -45,6 +45,8 @@ export interface GatewayParts {
   readonly upstreams: Upstreams;
   /** Every configured model by name (its lane); refilled in place by a reload. */
   readonly models: ReadonlyMap<string, ModelConfig>;
+  /** Models whose calls need a token estimate (a `tpm` on their path: metered.ts); refilled by a reload. */
+  readonly metered: ReadonlySet<string>;
   /** The shadow-mode state of every model in shadow mode; enforce-mode models have none. */
   readonly shadows: ReadonlyMap<string, ShadowLane>;
   readonly buffers: BufferBudget;

@@ -20,6 +20,7 @@ import { type GatewayParts, RequestContext } from "./context.js";
 import { CountedResponse } from "./counted-response.js";
 import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
+import { meteredModels } from "./metered.js";
 import { resolveTarget } from "./paths.js";
 import { runPhases } from "./pipeline.js";
 import { flushRefusals } from "./refusal-log.js";
@@ -54,6 +55,7 @@ export class Gateway {
   /** The models and shadow lanes of the config in force (the same maps as in `#parts`, refilled by `reload`). */
   readonly #models = new Map<string, ModelConfig>();
   readonly #shadows = new Map<string, ShadowLane>();
+  readonly #metered = new Set<string>();
   /** Unix seconds each model was first served (`GET /v1/models`' `created`). */
   readonly #created = new Map<string, number>();
   #listening = false;
@@ -99,6 +101,7 @@ export class Gateway {
       auth: new Authenticator(config.auth.keys, config.admin.keys, config.auth.open),
       upstreams: this.#upstreams,
       models,
+      metered: this.#metered,
       shadows,
       buffers: new BufferBudget(maxBufferedBytes),
       bodyLimits: { maxBodyBytes, bodyTimeoutMs },
@@ -300,6 +303,8 @@ export class Gateway {
     const metrics = this.metrics;
     this.#models.clear();
     this.#shadows.clear();
+    this.#metered.clear();
+    for (const name of meteredModels(config)) this.#metered.add(name);
     const now = Math.floor(Date.now() / 1000);
     for (const m of config.models) {
       this.#models.set(m.name, m);

@@ -1,6 +1,7 @@
 /**
  * Phase 4: take what admission needs from an OpenAI-style JSON body — `model`, `stream`,
- * `max_tokens`, and the token estimate the token budgets reserve (`estimate.ts`) — and nothing else. The body is forwarded as
+ * `max_tokens`, and, only for a model with a token budget on its path (`metered.ts`), the token
+ * estimate that budget reserves (`estimate.ts`) — and nothing else. The body is forwarded as
  * the bytes that arrived, never re-serialized. A body streamed through (lane known before it) is
  * not parsed.
  *
@@ -19,13 +20,11 @@ export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
   ctx.lane = parsed.model;
   const model = resolveModel(ctx, gw, "body.model");
   ctx.stream = parsed.stream;
-  ctx.promptTokens = parsed.promptTokensEstimate;
-  ctx.tokens = estimateTokens(
-    parsed.promptTokensEstimate,
-    parsed.maxTokens,
-    model.defaultMaxTokens,
-    inputOnly(ctx.path),
-  );
+  // Only a token budget reads the estimate (metered.ts); elsewhere the tokenizer is not run.
+  if (!gw.metered.has(model.name)) return true;
+  const prompt = promptTokens(parsed.body, body.length);
+  ctx.promptTokens = prompt;
+  ctx.tokens = estimateTokens(prompt, parsed.maxTokens, model.defaultMaxTokens, inputOnly(ctx.path));
   return true;
 }
 
@@ -33,8 +32,8 @@ export interface ParsedRequest {
   model: string;
   stream: boolean;
   maxTokens: number | undefined;
-  /** The prompt's tokens: the tokenizer over an OpenAI-style body's text, else bytes ÷ 4 (`estimate.ts`). */
-  promptTokensEstimate: number;
+  /** The parsed body, for the prompt's token count (`estimate.ts` `promptTokens`) where one is needed. */
+  body: Record<string, unknown>;
 }
 
 export function parseRequestBody(body: Buffer, contentType: string | undefined): ParsedRequest {
@@ -83,6 +82,6 @@ export function parseRequestBody(body: Buffer, contentType: string | undefined):
     model: o.model,
     stream: o.stream === true,
     maxTokens: maxTokens as number | undefined,
-    promptTokensEstimate: promptTokens(o, body.length),
+    body: o,
   };
 }
