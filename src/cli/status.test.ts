@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { pino } from "pino";
+import { request } from "undici";
+import { waitFor } from "../../test/gateway/helpers.js";
+import { REDIS_URL, redisOrSkip, uniquePrefix } from "../../test/store/redis-helpers.js";
+import { parseConfig } from "../config/schema.js";
 import type { Snapshot } from "../core/snapshot.js";
+import { Gateway } from "../gateway/gateway.js";
+import { startSim } from "../sim/server.js";
 import { duration, formatStatus, main } from "./status.js";
 
 const SNAPSHOT: Snapshot = {
@@ -118,6 +125,58 @@ describe("formatStatus", () => {
     assert.doesNotMatch(text, /POD|GROUP|KEY/);
   });
 
+  // Replica gw-1 holds 2 of the lane's 5 calls in flight across the fleet.
+  const FLEET: Snapshot = {
+    ...SNAPSHOT,
+    lanes: [{ ...SNAPSHOT.lanes[1]!, inflight: 2, fleet_inflight: 5 }],
+    pods: [{ ...SNAPSHOT.pods[0]!, inflight: 2, fleet_inflight: 5 }],
+    // The admission bound, listed among the groups too: shown once, in its own table.
+    groups: [
+      { group: "gateway", limit: 32, inflight: 2 },
+      { group: "gb10", limit: 40, inflight: 2, fleet_inflight: 5 },
+    ],
+    keys: [],
+    admission: { inflight: 2, fleet_inflight: 5, max_inflight: 32, admitted: 3, max_queued: 32 },
+    store: { description: "redis+cluster://r1:7000,r2:7000", mode: "connected", replica: "gw-1:4242" },
+  };
+
+  test("with a fleet store: the store, its mode and replica, and each budget's fleet count with this replica's share", () => {
+    assert.equal(
+      formatStatus(FLEET),
+      `sluice gw-1:4242 at 2025-06-01T12:00:00.000Z
+store redis+cluster://r1:7000,r2:7000 (replica gw-1:4242): connected, counts are the fleet's, with this replica's share
+
+LANE  FLEET INFLIGHT/LIMIT  THIS REPLICA  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED
+ocr   5/16                  2             12     0/64 (0/0/0)          0s           50ms/1.3s        0            no
+
+POD                   LANE       WIDTH/CEILING  FLEET INFLIGHT  THIS REPLICA  BREAKER
+http://10.0.0.5:8000  qwen3-27b  29/64          5               2             closed
+
+GROUP  FLEET INFLIGHT/LIMIT  THIS REPLICA
+gb10   5/40                  2
+
+ADMISSION  FLEET INFLIGHT/MAX  THIS REPLICA  ADMITTED/MAX
+gateway    5/32                2             3/64`,
+    );
+  });
+
+  test("while Redis is unreachable the fleet's count is unknown (?) and the policy in force is named", () => {
+    for (const mode of ["local", "open", "closed"] as const) {
+      const text = formatStatus({ ...FLEET, store: { ...FLEET.store!, mode } });
+      assert.match(
+        text,
+        new RegExp(
+          `^store \\S+ \\(replica gw-1:4242\\): ${mode}, Redis unreachable: .*fleet counts unknown$`,
+          "m",
+        ),
+      );
+      assert.match(text, /^ocr +\?\/16 +2 +12 /m);
+    }
+    const memory = formatStatus({ ...SNAPSHOT, store: { description: "memory", mode: "memory" } });
+    assert.match(memory, /^store memory: this process only$/m);
+    assert.match(memory, /^LANE +INFLIGHT\/LIMIT +WIDTH/m, "one in-flight column with the memory store");
+  });
+
   test("writes durations short", () => {
     assert.deepEqual([0, 0.0504, 4.25, 38, 59.7, 212.4, 3900].map(duration), [
       "0s",
@@ -194,5 +253,88 @@ describe("sluice status", () => {
     assert.match(r.err, /usage: sluice status/);
     assert.equal((await run(["--url", "not a url"])).code, 2);
     assert.equal((await run(["--url", "ftp://x"])).code, 2);
+  });
+});
+
+describe("sluice status against two gateways sharing one Redis", { timeout: 30_000 }, () => {
+  test("each replica's status shows the fleet's in flight, its own share, the store's mode and its replica id", async (t) => {
+    const probe = await redisOrSkip(t);
+    if (probe === null) return;
+    probe.disconnect();
+    const sim = await startSim({ serviceMs: 60_000, jitterSigma: 0, maxNumSeqs: 16 });
+    const config = parseConfig({
+      store: REDIS_URL,
+      fleet: { prefix: uniquePrefix(), lease_ttl_s: 1 },
+      admission: { max_concurrency: 16 },
+      gpu_groups: { g: { max_inflight: 8 } },
+      models: [
+        {
+          name: "m",
+          max_concurrent_requests: 4,
+          reserve: 0,
+          queue_limit: 8,
+          adaptive: false,
+          pods: [{ url: sim.url, max_inflight: 4, gpu_group: "g" }],
+        },
+      ],
+    });
+    const gateways = [0, 1].map(() => new Gateway({ config, logger: pino({ level: "silent" }) }));
+    const abort = new AbortController();
+    try {
+      const [a, b] = await Promise.all(gateways.map((g) => g.listen(0, "127.0.0.1")));
+      // Calls the sim holds for a minute: two through a, one through b (aborted at the end).
+      const hold = (url: string, i: number) =>
+        request(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `hold ${i}` }] }),
+          signal: abort.signal,
+        }).catch(() => undefined);
+      const calls = [hold(a!, 1), hold(a!, 2), hold(b!, 3)];
+      const lane = (g: Gateway) => g.governor.snapshot().lanes[0]!;
+      await waitFor("both replicas hear the fleet's 3 calls", () =>
+        gateways.every((g) => lane(g).fleet_inflight === 3),
+      );
+      const out: string[] = [];
+      const status = async (url: string) => {
+        out.length = 0;
+        assert.equal(
+          await main(["--url", url], { out: (x) => out.push(x), err: (x) => out.push(x), env: {} }),
+          0,
+        );
+        return out.join("\n");
+      };
+      for (const [url, gateway, mine] of [
+        [a!, gateways[0]!, 2],
+        [b!, gateways[1]!, 1],
+      ] as const) {
+        const text = await status(url);
+        const replica = gateway.governor.snapshot().store!.replica!;
+        assert.ok(text.includes(`store redis://127.0.0.1:6379 (replica ${replica}): connected,`), text);
+        assert.match(
+          text,
+          new RegExp(`^m +3/4 +${mine} +4 `, "m"),
+          "lane: fleet 3 of 4, this replica's share",
+        );
+        assert.match(
+          text,
+          new RegExp(`^http://127\\.0\\.0\\.1:\\d+ +m +4/4 +3 +${mine} +closed$`, "m"),
+          "pod",
+        );
+        assert.match(text, new RegExp(`^gpu:g +3/8 +${mine}$`, "m"), "GPU group");
+        assert.doesNotMatch(
+          text,
+          /^gateway +\d+\/16 +\d+$/m,
+          "the admission bound is not shown as a group too",
+        );
+        assert.match(text, new RegExp(`^gateway +3/16 +${mine} +${mine}/\\d+$`, "m"), "admission");
+      }
+      abort.abort();
+      await Promise.all(calls);
+    } finally {
+      abort.abort();
+      await Promise.all(gateways.map((g) => g.close()));
+      await sim.close();
+    }
   });
 });

@@ -5,7 +5,13 @@
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { request } from "undici";
-import type { LaneSnapshot, PodSnapshot, Snapshot } from "../core/snapshot.js";
+import type {
+  AdmissionSnapshot,
+  GroupSnapshot,
+  LaneSnapshot,
+  PodSnapshot,
+  Snapshot,
+} from "../core/snapshot.js";
 
 /** Where the gateway listens when `--url` and `SLUICE_URL` are absent (DESIGN §3.4 `listen`). */
 export const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -103,19 +109,25 @@ export async function main(argv: string[], io: StatusCliIo = {}): Promise<number
   return 0;
 }
 
-/** The snapshot as plain-text tables: lanes, pods, groups, keys (empty sections are left out). */
+/**
+ * The snapshot as plain-text tables: the store, lanes, pods, groups, admission, keys (empty
+ * sections are left out). With a fleet store each shared budget shows the fleet's in flight and
+ * this replica's share; while Redis is unreachable the fleet's count is unknown and shows `?`.
+ */
 export function formatStatus(s: Snapshot): string {
   const lines = [`sluice ${s.replica} at ${s.generated_at}`];
+  if (s.store !== undefined) lines.push(storeLine(s.store));
   if (!s.enabled || s.lanes.length === 0) {
     lines.push("", "no lanes: admission control has nothing to govern yet");
     return lines.join("\n");
   }
+  const fleet = fleetColumns(s.store);
   lines.push(
     "",
     ...table(
       [
         "LANE",
-        "INFLIGHT/LIMIT",
+        ...fleet.header("INFLIGHT/LIMIT"),
         "WIDTH",
         "QUEUED/LIMIT (I/D/B)",
         "OLDEST WAIT",
@@ -123,19 +135,38 @@ export function formatStatus(s: Snapshot): string {
         "TIMEOUTS 5M",
         "SATURATED",
       ],
-      s.lanes.map(laneRow),
+      s.lanes.map((l) => laneRow(l, fleet)),
     ),
   );
   if (s.pods.length > 0)
-    lines.push("", ...table(["POD", "LANE", "WIDTH/CEILING", "INFLIGHT", "BREAKER"], s.pods.map(podRow)));
-  if (s.groups.length > 0)
     lines.push(
       "",
       ...table(
-        ["GROUP", "INFLIGHT/LIMIT"],
-        s.groups.map((g) => [g.group, `${g.inflight}/${g.limit}`]),
+        ["POD", "LANE", "WIDTH/CEILING", ...fleet.header("INFLIGHT"), "BREAKER"],
+        s.pods.map((p) => podRow(p, fleet)),
       ),
     );
+  // The admission bound is also listed among the groups (as `gateway`, for older readers of the
+  // snapshot); its own table below shows it with the fleet's count, so it is not shown twice.
+  const groups = s.groups.filter((g) => !isAdmissionGroup(g, s.admission));
+  if (groups.length > 0)
+    lines.push(
+      "",
+      ...table(
+        ["GROUP", ...fleet.header("INFLIGHT/LIMIT")],
+        groups.map((g) => [g.group, ...fleet.cells(g, g.limit)]),
+      ),
+    );
+  if (s.admission !== undefined) {
+    const a = s.admission;
+    lines.push(
+      "",
+      ...table(
+        ["ADMISSION", ...fleet.header("INFLIGHT/MAX"), "ADMITTED/MAX"],
+        [["gateway", ...fleet.cells(a, a.max_inflight), `${a.admitted}/${a.max_inflight + a.max_queued}`]],
+      ),
+    );
+  }
   if (s.keys.length > 0)
     lines.push(
       "",
@@ -147,11 +178,52 @@ export function formatStatus(s: Snapshot): string {
   return lines.join("\n");
 }
 
-function laneRow(l: LaneSnapshot): string[] {
+function isAdmissionGroup(g: GroupSnapshot, a: AdmissionSnapshot | undefined): boolean {
+  return a !== undefined && g.group === "gateway" && g.limit === a.max_inflight && g.inflight === a.inflight;
+}
+
+type StoreState = NonNullable<Snapshot["store"]>;
+
+// What each outage policy means for the counts shown (docs/fleet.md, "When Redis goes away").
+const MODES: Record<StoreState["mode"], string> = {
+  memory: "this process only",
+  connected: "counts are the fleet's, with this replica's share",
+  local: "Redis unreachable: each fleet limit ÷ expected_replicas held in this process; fleet counts unknown",
+  open: "Redis unreachable: the fleet bound is dropped; fleet counts unknown",
+  closed: "Redis unreachable: new calls refused (503 store_unavailable); fleet counts unknown",
+};
+
+function storeLine(store: StoreState): string {
+  if (store.mode === "memory") return `store ${store.description}: ${MODES.memory}`;
+  return `store ${store.description} (replica ${store.replica ?? "?"}): ${store.mode}, ${MODES[store.mode]}`;
+}
+
+/** A count the fleet may share: this replica's `inflight`, and the fleet's when others hold some. */
+interface Shared {
+  inflight: number;
+  fleet_inflight?: number;
+}
+
+/** The in-flight columns: one (this process) with the memory store, two (fleet, this replica) with a fleet store. */
+function fleetColumns(store: StoreState | undefined) {
+  const fleet = store !== undefined && store.mode !== "memory";
+  const known = store?.mode === "connected";
+  return {
+    header: (name: string): string[] => (fleet ? [`FLEET ${name}`, "THIS REPLICA"] : [name]),
+    /** The count (over `limit` when given), then this replica's share in fleet mode. */
+    cells(b: Shared, limit?: number): string[] {
+      const over = limit === undefined ? "" : `/${limit}`;
+      if (!fleet) return [`${b.inflight}${over}`];
+      return [`${known ? (b.fleet_inflight ?? b.inflight) : "?"}${over}`, String(b.inflight)];
+    },
+  };
+}
+
+function laneRow(l: LaneSnapshot, fleet: ReturnType<typeof fleetColumns>): string[] {
   const q = l.queued_by_priority;
   return [
     l.lane,
-    `${l.inflight}/${l.limit}`,
+    ...fleet.cells(l, l.limit),
     String(l.width),
     `${l.queued}/${l.queue_limit} (${q.interactive}/${q.default}/${q.bulk})`,
     duration(l.oldest_wait_s),
@@ -161,11 +233,11 @@ function laneRow(l: LaneSnapshot): string[] {
   ];
 }
 
-function podRow(p: PodSnapshot): string[] {
+function podRow(p: PodSnapshot, fleet: ReturnType<typeof fleetColumns>): string[] {
   let breaker: string = p.breaker;
   if (p.breaker === "open") breaker += ` (reopens in ${duration(p.reopens_in_s)}, trip ${p.trips})`;
   if (p.paused_s > 0) breaker += `, paused ${duration(p.paused_s)}`;
-  return [p.id, p.lane, `${p.width}/${p.ceiling}`, String(p.inflight), breaker];
+  return [p.id, p.lane, `${p.width}/${p.ceiling}`, ...fleet.cells(p), breaker];
 }
 
 /** Left-aligned columns two spaces apart, a header row first; trailing spaces trimmed. */

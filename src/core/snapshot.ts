@@ -92,6 +92,8 @@ export interface GroupSnapshot {
   group: string;
   limit: number;
   inflight: number;
+  /** With a fleet store, when other replicas hold calls in the group too: in flight across the fleet (`inflight` is this replica's share). */
+  fleet_inflight?: number;
 }
 
 export interface KeySnapshot {
@@ -105,6 +107,8 @@ export interface KeySnapshot {
 export interface AdmissionSnapshot {
   /** Calls in flight across every lane, and their limit. */
   inflight: number;
+  /** With a fleet store, when other replicas hold calls too: in flight across the fleet (the limit is shared; `admitted` is not). */
+  fleet_inflight?: number;
   max_inflight: number;
   /** Requests admitted and not yet ended (sending their body, waiting, or in flight). */
   admitted: number;
@@ -212,7 +216,12 @@ export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapsh
 }
 
 export function groupSnapshot(name: string, b: ConcurrencyBudget): GroupSnapshot {
-  return { group: name, limit: b.limit, inflight: b.inflight };
+  return {
+    group: name,
+    limit: b.limit,
+    inflight: b.inflight,
+    ...(b.others > 0 ? { fleet_inflight: b.inflight + b.others } : {}),
+  };
 }
 
 export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
@@ -220,5 +229,11 @@ export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
 }
 
 export function admissionSnapshot(a: AdmissionBudget): AdmissionSnapshot {
-  return { inflight: a.inflight, max_inflight: a.maxInflight, admitted: a.entered, max_queued: a.maxQueued };
+  return {
+    inflight: a.inflight,
+    ...(a.others > 0 ? { fleet_inflight: a.inflight + a.others } : {}),
+    max_inflight: a.maxInflight,
+    admitted: a.entered,
+    max_queued: a.maxQueued,
+  };
 }
