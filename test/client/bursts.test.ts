@@ -103,7 +103,9 @@ describe("1,000 callers refused at once", { timeout: 120_000 }, () => {
     // What came back after the first burst, at the gateway, in any 250 ms.
     const returns = arrivals.slice(1000).map((a) => a.at);
     assert.equal(returns.length, 992, "the 992 refused came back once each: none was refused twice");
-    const span = 250;
+    // A second wide enough that the jitter of ~90 returns averages out (at 250 ms, ~22 per window,
+    // one unlucky cluster on a loaded machine crossed 2×); a synchronized return is ~992 in it.
+    const span = 1000;
     const peak = peakIn(returns, span);
     const bound = 2 * drainPerMs * span;
     assert.ok(
