@@ -8,11 +8,16 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
+import { pino } from "pino";
+import { request } from "undici";
+import { parseConfig } from "../../src/config/schema.js";
 import type { ArrivalBudget } from "../../src/core/budget.js";
 import { isConfigError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import type { Rank } from "../../src/core/priority.js";
+import { Gateway } from "../../src/gateway/gateway.js";
 import { Governor } from "../../src/governor/governor.js";
+import { startSim } from "../../src/sim/server.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { describeStore } from "./contract.js";
@@ -114,6 +119,30 @@ if (cluster === null) {
       for (const l of held) l.release();
       await Promise.all(calls);
       await until("all released", () => govs.every((g) => g.snapshot().lanes[0]!.inflight === 0));
+    });
+
+    test("a gateway with store: redis+cluster://… answers through the cluster and says it is connected", async () => {
+      const sim = await startSim({ serviceMs: 0, jitterSigma: 0 });
+      const config = parseConfig({
+        store: cluster.url,
+        fleet: { prefix: uniquePrefix() },
+        models: [{ name: "m", max_concurrent_requests: 2, pods: [{ url: sim.url, max_inflight: 2 }] }],
+      });
+      const gateway = new Gateway({ config, logger: pino({ level: "silent" }) });
+      try {
+        const url = await gateway.listen(0, "127.0.0.1");
+        const res = await request(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
+        });
+        await res.body.text();
+        assert.equal(res.statusCode, 200);
+        assert.equal(gateway.governor.snapshot().store?.mode, "connected");
+      } finally {
+        await gateway.close();
+        await sim.close();
+      }
     });
 
     test("every key of a fleet is on one node, in one slot (the {prefix} hash tag)", async () => {
