@@ -279,4 +279,27 @@ function report(
   console.log(lines.join("\n"));
 }
 
-await main();
+/**
+ * `--pairs=N [--peer=NAME]`: only N uncontended acquire → release pairs of one peer (sluice by
+ * default), after a fixed warm-up of 50,000, for an instruction count that the machine's load
+ * cannot move (docs/bench.md):
+ *
+ *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p node --import tsx bench/core.bench.ts --pairs=100000
+ *
+ * run once with N and once with 2N: the difference in `Ir` (instructions) ÷ N is the cost of one
+ * pair, with start-up, compilation and warm-up cancelled out.
+ */
+async function pairs(n: number, peerName: string): Promise<void> {
+  const peer = PEERS.find((p) => p.name === peerName);
+  if (peer === undefined)
+    throw new Error(`--peer=${peerName}: no such peer (${PEERS.map((p) => p.name).join(", ")})`);
+  await peer.uncontended(50_000); // warm-up, a fixed size: the JIT's tiers settle before the measured pairs
+  const ns = await peer.uncontended(n);
+  log(`${peer.name}: ${n.toLocaleString("en")} pairs in ${(Number(ns) / 1e6).toFixed(1)} ms`);
+}
+
+const pairsArg = process.argv.find((a) => a.startsWith("--pairs="));
+if (pairsArg !== undefined) {
+  const peerArg = process.argv.find((a) => a.startsWith("--peer="))?.slice(7) ?? "sluice";
+  await pairs(Number(pairsArg.slice(8)), peerArg);
+} else await main();

@@ -113,8 +113,30 @@ export interface AbortHook {
 }
 
 /**
- * The waiter and then the lease. Kept small on purpose (≈ 15 fields): it is what a queue of
- * 100,000 waiters is made of. Pod and abort state live in records only those calls allocate.
+ * What only some calls carry: a token estimate, what the call used, an account's record, the
+ * caller's AbortSignal. Allocated on the first write that needs it, so a call on a lane without
+ * token budgets or accounts, passing no signal, pays nothing for these.
+ */
+export class TicketExtras {
+  tokens = 0;
+  used: number | null | undefined = undefined;
+  acct: GrantRecord | null = null;
+  abort: AbortHook | null = null;
+}
+
+/**
+ * A ticket's extras, made on first use. A function, not a private method: a class with private
+ * methods stores a brand on every instance, one more word per waiter.
+ */
+function extrasOf(t: Ticket): TicketExtras {
+  if (t.extras === null) t.extras = new TicketExtras();
+  return t.extras;
+}
+
+/**
+ * The waiter and then the lease. Kept small on purpose (15 fields): it is what a queue of
+ * 100,000 waiters is made of. Pod, metering and abort state live in records only those calls
+ * allocate (`dispatch`, `extras`); their accessors read as plain fields.
  */
 export class Ticket implements Lease, QueueNode {
   prev: Ticket | null = null;
@@ -124,24 +146,16 @@ export class Ticket implements Lease, QueueNode {
   enqueuedAt = 0;
   grantedAt = 0;
   state: TicketState = "waiting";
-  /** The call's token estimate: what its path's token buckets reserve at the grant (0 = none given). */
-  tokens = 0;
-  /**
-   * What the call used, set by its ending: undefined keeps the estimate, null means it never
-   * reached the provider (refund), a number is its real tokens (refund or debt).
-   */
-  used: number | null | undefined = undefined;
-  /** The account's record of this call (cap at the grant, epoch), for lanes with an adaptive account. */
-  acct: GrantRecord | null = null;
   /** The budgets this ticket holds while granted (its lane's part only while a re-dispatch waits). */
   path: Path | null = null;
   dispatch: PodAttempt | null = null;
-  abort: AbortHook | null = null;
   /**
    * Settles the caller's promise while the ticket waits: with the ticket itself when granted,
    * with a rejected promise when refused (one function instead of a resolve/reject pair).
    */
   resolve: ((value: Lease | PromiseLike<Lease>) => void) | null = null;
+  /** Token estimate, usage, account record and abort hook; null until one of them is set. */
+  extras: TicketExtras | null = null;
 
   constructor(
     readonly laneRef: Lane<Ticket>,
@@ -149,6 +163,45 @@ export class Ticket implements Lease, QueueNode {
     readonly arrivedAt: number,
     readonly key: ArrivalBudget | null,
   ) {}
+
+  /** The call's token estimate: what its path's token buckets reserve at the grant (0 = none given). */
+  get tokens(): number {
+    return this.extras === null ? 0 : this.extras.tokens;
+  }
+
+  set tokens(n: number) {
+    if (n !== 0 || this.extras !== null) extrasOf(this).tokens = n;
+  }
+
+  /**
+   * What the call used, set by its ending: undefined keeps the estimate, null means it never
+   * reached the provider (refund), a number is its real tokens (refund or debt).
+   */
+  get used(): number | null | undefined {
+    return this.extras === null ? undefined : this.extras.used;
+  }
+
+  set used(v: number | null | undefined) {
+    if (v !== undefined || this.extras !== null) extrasOf(this).used = v;
+  }
+
+  /** The account's record of this call (cap at the grant, epoch), for lanes with an adaptive account. */
+  get acct(): GrantRecord | null {
+    return this.extras === null ? null : this.extras.acct;
+  }
+
+  set acct(record: GrantRecord | null) {
+    if (record !== null || this.extras !== null) extrasOf(this).acct = record;
+  }
+
+  /** The caller's AbortSignal while it waits, and how to stop listening to it. */
+  get abort(): AbortHook | null {
+    return this.extras === null ? null : this.extras.abort;
+  }
+
+  set abort(hook: AbortHook | null) {
+    if (hook !== null || this.extras !== null) extrasOf(this).abort = hook;
+  }
 
   get owner(): TicketOwner {
     return this.laneRef.owner!;
