@@ -1,7 +1,8 @@
 /**
  * Fleet mode through Redis Sentinel: `store: redis+sentinel://127.0.0.1:S/sluice-master` asks the
  * Sentinel where the master is and counts there. Two Governors on it share a lane's limit, and
- * the counts are on the master the Sentinel named.
+ * the counts are on the master the Sentinel named; after the master is killed and the Sentinel
+ * promotes its replica, both stores follow it and the counts there are exact again.
  */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
@@ -48,5 +49,57 @@ test("two Governors through a Sentinel share the lane's limit, counted on the ma
   } finally {
     master.disconnect();
     for (const l of [held[0]!, third]) l?.release();
+  }
+});
+
+test("after the Sentinel fails the master over, the store follows it and the fleet's counts are exact on the new master", async (t) => {
+  if (sentinel === null) return t.skip(`${missing}: no Sentinel can be started`);
+  const prefix = uniquePrefix();
+  const make = async (replica: string) => {
+    // A short TTL: the heartbeat (every 300 ms) notices the outage and the return.
+    const store = new RedisStore({ url: sentinel.url, prefix, replica, leaseTtlMs: 900 });
+    stores.push(store);
+    await store.start();
+    return { store, gov: new Governor({ lanes: { chat: { limit: 2, reserve: 0, queueLimit: 10 } }, store }) };
+  };
+  const [a, b] = [await make("a"), await make("b")];
+  const held = await a.gov.acquire("chat");
+  await sentinel.killMaster();
+  const until = async (what: string, ok: () => boolean) => {
+    const end = Date.now() + 10_000;
+    while (!ok()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  // Each replica sees the outage (a failed heartbeat) and then the new master (a good one).
+  await until(
+    "an outage seen by both",
+    () => a.store.status().errors > 0 || a.store.status().mode !== "connected",
+  );
+  await until("both connected to the new master", () =>
+    [a, b].every((r) => r.store.status().mode === "connected"),
+  );
+  await a.store.heartbeat();
+  const promoted = new Redis(sentinel.replicaPort, "127.0.0.1", { protocol: 2 });
+  try {
+    assert.equal(
+      await promoted.hget(`{${prefix}}:b:lane:chat`, "a"),
+      "1",
+      "a's call is counted on the new master",
+    );
+    const second = await b.gov.acquire("chat");
+    let third: Lease | undefined;
+    void b.gov.acquire("chat").then((l) => {
+      third = l;
+    });
+    await b.store.heartbeat();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(third, undefined, "1 (a) + 1 (b) = the limit on the new master: a third waits");
+    held.release();
+    await until("b's waiter granted after a's release", () => third !== undefined);
+    for (const l of [second, third!]) l.release();
+  } finally {
+    promoted.disconnect();
   }
 });

@@ -135,10 +135,14 @@ export class RedisCluster {
   }
 }
 
-/** One master and one Sentinel watching it under the name `master`. */
+/**
+ * A master, a replica of it, and one Sentinel watching them under the name `sluice-master`
+ * (quorum 1, a master is judged down after 300 ms), so `killMaster()` leads to a failover.
+ */
 export class RedisSentinel {
   private constructor(
     readonly masterPort: number,
+    readonly replicaPort: number,
     readonly sentinelPort: number,
     readonly processes: Processes,
   ) {}
@@ -153,37 +157,69 @@ export class RedisSentinel {
   static async start(): Promise<RedisSentinel> {
     const processes = new Processes(await mkdtemp(join(tmpdir(), "sluice-sentinel-")));
     try {
-      const [masterPort, sentinelPort] = [await freePort(), await freePort()];
-      processes.spawn([
-        "--port",
-        String(masterPort),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-      ]);
+      const [masterPort, replicaPort, sentinelPort] = [await freePort(), await freePort(), await freePort()];
+      const server = (port: number, ...more: string[]) =>
+        processes.spawn([
+          "--port",
+          String(port),
+          "--bind",
+          "127.0.0.1",
+          "--save",
+          "",
+          "--appendonly",
+          "no",
+          ...more,
+        ]);
+      // Diskless sync at once (the default waits 5 s for more replicas to join).
+      server(masterPort, "--repl-diskless-sync-delay", "0");
+      server(replicaPort, "--replicaof", "127.0.0.1", String(masterPort));
+      await waitFor(masterPort, "redis-server", ["PING"], (r) => r === "PONG");
+      // In sync before the Sentinel starts, so its first look at the master lists the replica
+      // (it looks again only every 10 s).
+      await waitFor(replicaPort, "the replica in sync", ["INFO", "replication"], (r) =>
+        r.includes("master_link_status:up"),
+      );
       // A Sentinel rewrites its config file, so it gets its own in the scratch directory.
       const conf = join(processes.dir, "sentinel.conf");
       await writeFile(
         conf,
-        `port ${sentinelPort}\nbind 127.0.0.1\ndir ${processes.dir}\n` +
-          `sentinel monitor sluice-master 127.0.0.1 ${masterPort} 1\n`,
+        [
+          `port ${sentinelPort}`,
+          "bind 127.0.0.1",
+          `dir ${processes.dir}`,
+          `sentinel monitor sluice-master 127.0.0.1 ${masterPort} 1`,
+          "sentinel down-after-milliseconds sluice-master 300",
+          "sentinel failover-timeout sluice-master 2000",
+          "",
+        ].join("\n"),
       );
       processes.spawn([conf, "--sentinel"]);
-      await waitFor(masterPort, "redis-server", ["PING"], (r) => r === "PONG");
       await waitFor(
         sentinelPort,
-        "the sentinel",
-        ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "sluice-master"],
-        (r) => r.includes(String(masterPort)),
+        "the sentinel to know the replica",
+        ["SENTINEL", "REPLICAS", "sluice-master"],
+        (r) => r.includes(String(replicaPort)),
       );
-      return new RedisSentinel(masterPort, sentinelPort, processes);
+      return new RedisSentinel(masterPort, replicaPort, sentinelPort, processes);
     } catch (error) {
       await processes.stop();
       throw error;
     }
+  }
+
+  /** Kills the master (SIGKILL) and waits until the Sentinel names the replica as master. */
+  async killMaster(): Promise<void> {
+    const master = this.processes.children[0]!;
+    await new Promise<void>((resolve) => {
+      master.once("exit", () => resolve());
+      master.kill("SIGKILL");
+    });
+    await waitFor(
+      this.sentinelPort,
+      "the failover",
+      ["SENTINEL", "GET-MASTER-ADDR-BY-NAME", this.master],
+      (r) => r.includes(String(this.replicaPort)),
+    );
   }
 
   stop(): Promise<void> {
