@@ -224,6 +224,19 @@ export function groupSnapshot(name: string, b: ConcurrencyBudget): GroupSnapshot
   };
 }
 
+/**
+ * The admission bound's in-flight part as a group entry (the name the gateway has always shown
+ * it under), with the fleet's count when other replicas hold calls too.
+ */
+export function admissionGroupSnapshot(a: AdmissionBudget): GroupSnapshot {
+  return {
+    group: a.name,
+    limit: a.maxInflight,
+    inflight: a.inflight,
+    ...(a.others > 0 ? { fleet_inflight: a.inflight + a.others } : {}),
+  };
+}
+
 export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
   return { key: name, max_inflight: k.limit, inflight: k.inflight, queued: k.queued };
 }
