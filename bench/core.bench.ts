@@ -284,17 +284,25 @@ function report(
  * default), after a fixed warm-up of 50,000, for an instruction count that the machine's load
  * cannot move (docs/bench.md):
  *
- *   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p node --import tsx bench/core.bench.ts --pairs=100000
+ *   SLUICE_CALLGRIND=1 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p \
+ *     node --import tsx bench/core.bench.ts --pairs=200000
  *
- * run once with N and once with 2N: the difference in `Ir` (instructions) ÷ N is the cost of one
- * pair, with start-up, compilation and warm-up cancelled out.
+ * dumps callgrind's counts just before and just after the measured pairs (`callgrind_control
+ * -d`): the last dump's `summary:` ÷ N is the instructions of one pair.
  */
 async function pairs(n: number, peerName: string): Promise<void> {
   const peer = PEERS.find((p) => p.name === peerName);
   if (peer === undefined)
     throw new Error(`--peer=${peerName}: no such peer (${PEERS.map((p) => p.name).join(", ")})`);
   await peer.uncontended(50_000); // warm-up, a fixed size: the JIT's tiers settle before the measured pairs
+  // Under callgrind, dump the counts before and after the measured pairs: the second dump is
+  // the pairs alone (start-up, compilation and warm-up are in the first).
+  const dump = () => {
+    if (process.env.SLUICE_CALLGRIND === "1") execFileSync("callgrind_control", ["-d", String(process.pid)]);
+  };
+  dump();
   const ns = await peer.uncontended(n);
+  dump();
   log(`${peer.name}: ${n.toLocaleString("en")} pairs in ${(Number(ns) / 1e6).toFixed(1)} ms`);
 }
 

@@ -62,6 +62,22 @@ import { renderStorm, type StormRow } from "./report-storm.js";
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const args = new Set(process.argv.slice(2));
+if (args.has("--help") || args.has("-h")) {
+  console.log(`npm run bench:gateway -- [flags]   (docs/bench-gateway.md)
+
+  --only=a,b,c,d        scenarios: (a) zero service time, (b) streamed, (c) overload, (d) retry storm
+  --targets=LIST        direct,sluice,unpaced,haproxy,bare,lean (default: all that apply)
+  --loads=2,10          (c) load multiples of capacity
+  --storm-loads=8,16    (d) storm connections as multiples of the 16 slots
+  --storm-log=LEVEL     sluice's log level in (d) (default info)
+  --quick               2 s runs; the doc is not rewritten
+  --profile             sluice under node --cpu-prof, a summary printed
+  --lean                add the bare proxy on undici's handler API
+  --node-loadgen        never wrk
+  --src                 sluice from src through tsx instead of the built CLI
+  --no-doc              do not rewrite docs/bench-gateway.md (only a full default run does)`);
+  process.exit(0);
+}
 const only = [...args]
   .find((a) => a.startsWith("--only="))
   ?.slice(7)
