@@ -78,6 +78,22 @@ const until = async (what: string, ok: () => boolean, ms = 5000) => {
   }
 };
 
+/** Each node's keys of the fleet `prefix`, and the slots they hash to. */
+function keysPerNode(prefix: string) {
+  return Promise.all(
+    cluster!.ports.map(async (port) => {
+      const node = new Redis(port, "127.0.0.1", { protocol: 2 });
+      try {
+        const keys = await node.keys(`{${prefix}}*`);
+        const slots = await Promise.all(keys.map((k) => node.cluster("KEYSLOT", k)));
+        return { port, keys, slots: new Set(slots) };
+      } finally {
+        node.disconnect();
+      }
+    }),
+  );
+}
+
 if (cluster === null) {
   test("the fleet store on a Redis Cluster", (t) => t.skip(`${missing}: no Redis Cluster can be started`));
 } else {
@@ -145,6 +161,31 @@ if (cluster === null) {
       }
     });
 
+    test("the node holding a fleet's slot killed and restarted empty: the outage policy, then the counts written back", async () => {
+      const prefix = uniquePrefix();
+      // A short TTL: the heartbeat (every 300 ms) sees the outage and the return.
+      const store = await clusterStore(prefix, "o", 900);
+      const gov = new Governor({ lanes: { chat: { limit: 2, reserve: 0, queueLimit: 4 } }, store });
+      const lease = await gov.acquire("chat");
+      const port = (await keysPerNode(prefix)).find((n) => n.keys.length > 0)!.port;
+      await cluster.kill(port);
+      await until("the outage seen", () => store.status().mode === "local", 10_000);
+      await cluster.restart(port);
+      await until("connected again", () => store.status().mode === "connected", 15_000);
+      await store.heartbeat();
+      const node = new Redis(port, "127.0.0.1", { protocol: 2 });
+      try {
+        assert.equal(
+          await node.hget(`{${prefix}}:b:lane:chat`, "o"),
+          "1",
+          "the call it holds is counted again",
+        );
+      } finally {
+        node.disconnect();
+      }
+      lease.release();
+    });
+
     test("every key of a fleet is on one node, in one slot (the {prefix} hash tag)", async () => {
       const prefix = uniquePrefix();
       const store = await clusterStore(prefix, "k");
@@ -154,19 +195,7 @@ if (cluster === null) {
         store,
       });
       const lease = await gov.acquire("chat");
-      const perNode = await Promise.all(
-        cluster.ports.map(async (port) => {
-          const node = new Redis(port, "127.0.0.1", { protocol: 2 });
-          try {
-            const keys = await node.keys(`{${prefix}}*`);
-            const slots = await Promise.all(keys.map((k) => node.cluster("KEYSLOT", k)));
-            return { keys, slots: new Set(slots) };
-          } finally {
-            node.disconnect();
-          }
-        }),
-      );
-      const holding = perNode.filter((n) => n.keys.length > 0);
+      const holding = (await keysPerNode(prefix)).filter((n) => n.keys.length > 0);
       assert.equal(holding.length, 1, "one node holds them all");
       assert.ok(holding[0]!.keys.length >= 3, `the replicas set and the path's budgets: ${holding[0]!.keys}`);
       assert.equal(holding[0]!.slots.size, 1, "one slot");

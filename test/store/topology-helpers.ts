@@ -23,12 +23,29 @@ export function missingBinaries(): string | null {
 /** Processes and a scratch directory to remove together. */
 class Processes {
   readonly children: ChildProcess[] = [];
+  readonly #args: string[][] = [];
   constructor(readonly dir: string) {}
 
   spawn(args: string[]): ChildProcess {
     const child = spawn("redis-server", args, { stdio: "ignore", cwd: this.dir });
     this.children.push(child);
+    this.#args.push(args);
     return child;
+  }
+
+  /** Kills process `i` (SIGKILL: an outage, not a shutdown). */
+  kill(i: number): Promise<void> {
+    const child = this.children[i]!;
+    return new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGKILL");
+    });
+  }
+
+  /** Starts process `i` again with the arguments it had (a cluster node keeps its nodes.conf). */
+  restart(i: number): void {
+    this.children[i] = spawn("redis-server", this.#args[i]!, { stdio: "ignore", cwd: this.dir });
   }
 
   async stop(): Promise<void> {
@@ -128,6 +145,18 @@ export class RedisCluster {
       await processes.stop();
       throw error;
     }
+  }
+
+  /** Kills the node on `port` (SIGKILL; no persistence, so it comes back empty). */
+  kill(port: number): Promise<void> {
+    return this.processes.kill(this.ports.indexOf(port));
+  }
+
+  /** Starts the node on `port` again and waits until the cluster serves every slot. */
+  async restart(port: number): Promise<void> {
+    this.processes.restart(this.ports.indexOf(port));
+    for (const p of this.ports)
+      await waitFor(p, "cluster_state:ok", ["CLUSTER", "INFO"], (r) => r.includes("cluster_state:ok"));
   }
 
   stop(): Promise<void> {
