@@ -416,7 +416,10 @@ function stormRun(
   clientCpu: number;
   pods: ReturnType<PodMeter["stop"]>;
   logLines: number;
+  pacedAfterMs: number | undefined;
 }> {
+  const sentAt = Date.now();
+  const logStart = logFile === undefined ? 0 : statSync(logFile).size;
   return new Promise((resolve, reject) => {
     let cpu0 = Number.NaN;
     let cpu = Number.NaN;
@@ -439,7 +442,8 @@ function stormRun(
       } else if (m.type === "storm-result") {
         loadgen.off("message", onMessage);
         pods ??= meter.stop();
-        resolve({ result: m.result, cpu, clientCpu, pods, logLines });
+        const pacedAfterMs = logFile === undefined ? Number.NaN : pacedAfter(logFile, logStart, sentAt);
+        resolve({ result: m.result, cpu, clientCpu, pods, logLines, pacedAfterMs });
       } else if (m.type === "error") {
         loadgen.off("message", onMessage);
         meter.stop();
@@ -449,6 +453,20 @@ function stormRun(
     loadgen.on("message", onMessage);
     loadgen.send({ type: "storm", storm: spec });
   });
+}
+
+/**
+ * ms from `sentAt` (epoch ms) to the first "retry storm … paced" line sluice wrote to `file` after
+ * byte `from` (src/gateway/pacing.ts; pino's `time` is epoch ms), or undefined when there is none.
+ */
+function pacedAfter(file: string, from: number, sentAt: number): number | undefined {
+  const text = readFileSync(file, "utf8").slice(from);
+  for (const line of text.split("\n")) {
+    if (!line.includes("retry storm")) continue;
+    const time = (JSON.parse(line) as { time?: number }).time;
+    return time === undefined ? undefined : time - sentAt;
+  }
+  return undefined;
 }
 
 /** Newlines written to `file` after byte `from` (sluice's log lines in a window). */

@@ -28,6 +28,12 @@ export interface StormRow {
   };
   /** sluice's log lines written in the window (NaN for the others). */
   logLines: number;
+  /**
+   * ms from the storm's first request (warm-up included) to sluice's "retry storm … paced" log
+   * line; undefined when it did not switch on in this run (not logged, or already on), NaN for the
+   * others.
+   */
+  pacedAfterMs: number | undefined;
 }
 
 export interface StormParams {
@@ -133,6 +139,7 @@ export function renderStorm(rows: StormRow[], p: StormParams): string {
       f(estAnswer, 0),
       Number.isFinite(r.clientCpu) ? `${f((r.clientCpu / r.result.seconds) * 100, 0)} %` : "—",
       Number.isFinite(r.logLines) ? f(r.logLines / r.result.seconds, 0) : "—",
+      r.pacedAfterMs === undefined ? "—" : Number.isNaN(r.pacedAfterMs) ? "" : f(r.pacedAfterMs, 0),
       String(r.result.storm.errors + r.result.polite.errors + r.result.storm.other + r.result.polite.other),
     ]);
   }
@@ -157,6 +164,7 @@ export function renderStorm(rows: StormRow[], p: StormParams): string {
           "est. µs/answer",
           "client CPU",
           "log lines/s",
+          "paced from ms",
           "errors",
         ],
         body,

@@ -21,6 +21,7 @@ import { CountedResponse } from "./counted-response.js";
 import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { meteredModels } from "./metered.js";
+import { onPacingStart } from "./pacing.js";
 import { resolveTarget } from "./paths.js";
 import { runPhases } from "./pipeline.js";
 import { flushRefusals } from "./refusal-log.js";
@@ -65,6 +66,8 @@ export class Gateway {
   #poller: SaturationPoller;
   /** Breaker transitions logged at warn (issue 8: a dead pod is never silent). */
   readonly #breakerLog: Disposable;
+  /** Stops logging pacing's start (a retry storm: pacing.ts). */
+  readonly #pacingLog: () => void;
 
   /** The Redis store in fleet mode, else null (the Governor's own memory store). */
   readonly #store: RedisStore | null;
@@ -90,6 +93,16 @@ export class Gateway {
     this.#store?.onError(() => metrics.storeError());
     this.#fillModels(config);
     this.#breakerLog = logBreakerChanges(governor, log);
+    this.#pacingLog = onPacingStart((s) =>
+      log.warn(
+        {
+          utilization: Number(s.utilization.toFixed(2)),
+          early_retries: s.earlyRetries,
+          sample_ms: s.sampleMs,
+        },
+        "retry storm: refusals to early retries are paced",
+      ),
+    );
     this.#streams = new TelemetryStreams(governor);
     this.#upstreams = new Upstreams(config.models, options.env ?? process.env);
     const { maxBufferedBytes, maxBodyBytes, bodyTimeoutMs } = config.admission;
@@ -178,6 +191,7 @@ export class Gateway {
     this.metrics.close();
     flushRefusals(this.#parts.log);
     this.#breakerLog[Symbol.dispose]();
+    this.#pacingLog();
     this.governor.close();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();

@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import type { Socket } from "node:net";
 import { describe, test } from "node:test";
-import { holdUntil, MAX_HOLD_MS, noteRefusal, setLoopSaturation } from "./pacing.js";
+import {
+  holdUntil,
+  MAX_HOLD_MS,
+  MIN_EARLY_RETRIES,
+  noteRefusal,
+  onPacingStart,
+  type PacingStart,
+  SAMPLE_MS,
+  setLoopSaturation,
+} from "./pacing.js";
 
 /** Only the socket's identity matters to the pacing: it keys a WeakMap. */
 const socket = () => ({}) as Socket;
@@ -64,6 +73,29 @@ describe("pacing of early retries", () => {
       assert.equal(holdUntil(s, 1005, 1006), 1006 + MAX_HOLD_MS);
     } finally {
       setLoopSaturation(restore);
+    }
+  });
+
+  test("pacing switching on is reported once, with the sample that did it (a storm is never silent)", () => {
+    // The real saturation reading: a loop kept busy (a synchronous spin) past one sample while
+    // early retries keep coming is saturated by them.
+    const seen: PacingStart[] = [];
+    const stop = onPacingStart((s) => seen.push(s));
+    try {
+      const s = socket();
+      const t0 = performance.now();
+      noteRefusal(s, t0, 60_000);
+      let retries = 0;
+      for (let now = t0; now - t0 < 3 * SAMPLE_MS; now = performance.now()) {
+        holdUntil(s, now, now);
+        retries++;
+      }
+      assert.ok(retries > 3 * MIN_EARLY_RETRIES, `${retries} early retries`);
+      assert.equal(seen.length, 1, "reported when it switched on, not for each sample while on");
+      assert.ok(seen[0]!.utilization >= 0.9, JSON.stringify(seen[0]));
+      assert.ok(seen[0]!.earlyRetries >= MIN_EARLY_RETRIES && seen[0]!.sampleMs >= SAMPLE_MS);
+    } finally {
+      stop();
     }
   });
 });

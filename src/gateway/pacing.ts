@@ -52,6 +52,24 @@ let lastSampleAt = performance.now();
 let early = 0;
 let pacingUntil = Number.NEGATIVE_INFINITY;
 
+/** The sample that switched pacing on: what the gateway logs (a storm is never silent). */
+export interface PacingStart {
+  /** The event loop's busy share over the sample, 0–1. */
+  utilization: number;
+  /** Early retries refused in the sample. */
+  earlyRetries: number;
+  /** The sample's length. */
+  sampleMs: number;
+}
+
+const starts = new Set<(s: PacingStart) => void>();
+
+/** Calls `listener` each time pacing switches on (not while it stays on); returns the unsubscribe. */
+export function onPacingStart(listener: (s: PacingStart) => void): () => void {
+  starts.add(listener);
+  return () => starts.delete(listener);
+}
+
 /** How saturation is read; replaced in tests. */
 let saturated: (now: number) => boolean = sampleLoop;
 
@@ -78,7 +96,13 @@ function sampleLoop(now: number): boolean {
   if (now - lastSampleAt >= SAMPLE_MS) {
     const current = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(current, lastSample);
-    if (utilization >= SATURATED_UTILIZATION && early >= MIN_EARLY_RETRIES) pacingUntil = now + PACING_MS;
+    if (utilization >= SATURATED_UTILIZATION && early >= MIN_EARLY_RETRIES) {
+      if (now >= pacingUntil && starts.size > 0) {
+        const start = { utilization, earlyRetries: early, sampleMs: Math.round(now - lastSampleAt) };
+        for (const listener of starts) listener(start);
+      }
+      pacingUntil = now + PACING_MS;
+    }
     lastSample = current;
     lastSampleAt = now;
     early = 0;
