@@ -11,14 +11,10 @@ import { Redis } from "ioredis";
 import { pino } from "pino";
 import { request } from "undici";
 import { parseConfig } from "../../src/config/schema.js";
-import type { ArrivalBudget } from "../../src/core/budget.js";
-import { isConfigError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
-import type { Rank } from "../../src/core/priority.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { Governor } from "../../src/governor/governor.js";
 import { startSim } from "../../src/sim/server.js";
-import { MemoryStore } from "../../src/store/memory.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { describeStore } from "./contract.js";
 import { uniquePrefix } from "./redis-helpers.js";
@@ -32,34 +28,9 @@ after(async () => {
   await cluster?.stop();
 });
 
-/**
- * The fleet store as the contract suite gets it. Per-key bounds (`arrival` with a limit) are
- * refused by the Redis store as not built yet (a key's bound counts waiters, which are per
- * process); while they are, the contract's two per-key checks run on a per-process arrival
- * budget, as a fleet replica would hold one. Everything else is the Redis store's own.
- * (Proposed instead: a `perKeyBounds: false` option of describeStore that skips those checks.)
- */
-class ContractStore extends RedisStore {
-  readonly #perProcess = new MemoryStore();
-
-  override arrival(key: string, limit: number, maxRank?: Rank, name = key): ArrivalBudget {
-    try {
-      return super.arrival(key, limit, maxRank, name);
-    } catch (error) {
-      if (!isConfigError(error) || !/not built yet/.test(error.expected)) throw error;
-      return this.#perProcess.arrival(key, limit, maxRank, name);
-    }
-  }
-}
-
 /** A started store on the cluster; closed after the file's tests. */
-async function clusterStore(
-  prefix: string,
-  replica?: string,
-  leaseTtlMs?: number,
-  Store: typeof RedisStore = RedisStore,
-): Promise<RedisStore> {
-  const store = new Store({
+async function clusterStore(prefix: string, replica?: string, leaseTtlMs?: number): Promise<RedisStore> {
+  const store = new RedisStore({
     url: cluster!.url,
     prefix,
     ...(replica === undefined ? {} : { replica }),
@@ -97,7 +68,7 @@ function keysPerNode(prefix: string) {
 if (cluster === null) {
   test("the fleet store on a Redis Cluster", (t) => t.skip(`${missing}: no Redis Cluster can be started`));
 } else {
-  describeStore("redis cluster", () => clusterStore(uniquePrefix(), undefined, undefined, ContractStore));
+  describeStore("redis cluster", () => clusterStore(uniquePrefix()), { perKeyBounds: false });
 
   describe("two Governors on a Redis Cluster", () => {
     test("never hold more than the lane's limit together, and a release on one wakes the other by pub/sub", async () => {
