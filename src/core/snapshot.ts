@@ -250,3 +250,22 @@ export function admissionSnapshot(a: AdmissionBudget): AdmissionSnapshot {
     max_queued: a.maxQueued,
   };
 }
+
+/**
+ * The snapshot without its fleet counts: while the fleet store cannot reach Redis they are not
+ * counts (under `local` a budget's `others` is the share set aside for the other replicas), so
+ * they are left out rather than shown as if measured. `store.mode` says why.
+ */
+export function withoutFleetCounts(s: Snapshot): Snapshot {
+  const strip = <T extends { fleet_inflight?: number }>(x: T): T => {
+    const { fleet_inflight: _, ...rest } = x;
+    return rest as T;
+  };
+  return {
+    ...s,
+    lanes: s.lanes.map(strip),
+    pods: s.pods.map(strip),
+    groups: s.groups.map(strip),
+    ...(s.admission === undefined ? {} : { admission: strip(s.admission) }),
+  };
+}

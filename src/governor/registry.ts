@@ -20,12 +20,14 @@ import { Pod } from "../core/pod.js";
 import { rankOf } from "../core/priority.js";
 import {
   accountSnapshot,
+  admissionGroupSnapshot,
   admissionSnapshot,
   groupSnapshot,
   keySnapshot,
   laneSnapshot,
   podSnapshot,
   type Snapshot,
+  withoutFleetCounts,
 } from "../core/snapshot.js";
 import type { Store } from "../store/store.js";
 import { passThroughLease } from "./pass-through.js";
@@ -132,7 +134,8 @@ export class Registry {
   snapshot(now: number, replica: string): Snapshot {
     const lanes = [...this.lanes.values()];
     const admission = this.admission;
-    return {
+    const store = storeSnapshot(this.store);
+    const snapshot: Snapshot = {
       enabled: lanes.length > 0,
       generated_at: new Date().toISOString(),
       replica,
@@ -140,16 +143,16 @@ export class Registry {
       pods: [...this.pods.values()].map((p) => podSnapshot(p, this.lanesOf(p), now)),
       groups: [
         // The admission bound's in-flight part, under the name the gateway has always shown.
-        ...(admission === null
-          ? []
-          : [{ group: admission.name, limit: admission.maxInflight, inflight: admission.inflight }]),
+        ...(admission === null ? [] : [admissionGroupSnapshot(admission)]),
         ...[...this.groups].map(([name, g]) => groupSnapshot(name, g)),
       ],
       keys: [...this.keys].map(([name, k]) => keySnapshot(name, k)),
       accounts: [...this.accounts.values()].map((a) => accountSnapshot(a, this.#lanesOfAccount(a), now)),
       ...(admission === null ? {} : { admission: admissionSnapshot(admission) }),
-      store: storeSnapshot(this.store),
+      store,
     };
+    const counted = store.mode === "memory" || store.mode === "connected";
+    return counted ? snapshot : withoutFleetCounts(snapshot);
   }
 
   /** The lanes of `account`, in the order they were created. */

@@ -99,6 +99,15 @@ describe("fleet store outage", { timeout: 30_000 }, () => {
     const waiting = gov.acquire("chat");
     const third = await settled(waiting, 300);
     assert.ok("pending" in third, "4 ÷ 2 replicas = 2 here while Redis is down");
+    const down = gov.snapshot();
+    assert.equal(down.store?.mode, "local");
+    const lane = down.lanes.find((l) => l.lane === "chat")!;
+    assert.equal(lane.inflight, 2);
+    assert.equal(
+      lane.fleet_inflight,
+      undefined,
+      "no fleet count while Redis is down (the local share is not a count of the fleet)",
+    );
     for (const l of held) l.release();
     (await waiting).release(); // granted from the local share once the two above were released
     await server.start();
