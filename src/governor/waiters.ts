@@ -102,12 +102,15 @@ export class Waiters {
       (ok) => {
         const now = this.clock.now();
         if (t.state !== "granted" || t.path !== path) return;
+        const signal = t.abort?.signal;
         if (!ok) {
           this.scheduler.requeue(t, now);
+          // An abort while the fleet was asked found nothing to cancel (the ticket was granted):
+          // honour it now, or the requeued waiter would outlive its caller.
+          if (signal?.aborted && this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
           this.timer.arm(now);
           return;
         }
-        const signal = t.abort?.signal;
         if (signal?.aborted) {
           this.scheduler.end(t, null, now); // confirmed, then given straight back
           this.timer.arm(now);
