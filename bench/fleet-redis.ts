@@ -14,6 +14,7 @@
  * Flags: --quick (short windows, one round), --rounds=N (closed-loop rounds; the median is
  * reported), --only=library,workers, --callers=1,64.
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
 import { CONTENDERS, type Contender, cleanUp, client } from "./fleet-redis-contenders.js";
@@ -53,13 +54,25 @@ const PACED = new Set([SUBJECT, "floor (EVALSHA pair)", PEER]);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const marker = `sluice-bench-fleet-${randomUUID().slice(0, 8)}`;
 
-async function redisAnswers(): Promise<boolean> {
+/** The commit measured, and whether src/ had uncommitted changes (the bench runs what is there). */
+function gitState(): string {
+  try {
+    const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
+    const dirty = git("status", "--porcelain", "src") !== "";
+    return `${git("rev-parse", "--short", "HEAD")}${dirty ? " + uncommitted changes in src/" : ""}`;
+  } catch {
+    return "unknown commit";
+  }
+}
+
+/** The server's version, or undefined when no Redis answers. */
+async function redisVersion(): Promise<string | undefined> {
   const c = client(REDIS_URL);
   try {
-    await c.ping();
-    return true;
+    const info = await c.info("server");
+    return /redis_version:(\S+)/.exec(info)?.[1] ?? "?";
   } catch {
-    return false;
+    return undefined;
   } finally {
     c.disconnect();
   }
@@ -124,7 +137,8 @@ async function library(): Promise<LibraryRow[]> {
 }
 
 async function main(): Promise<number> {
-  if (!(await redisAnswers())) {
+  const version = await redisVersion();
+  if (version === undefined) {
     log(`bench:fleet: no Redis answers at ${REDIS_URL}; start redis-server or set REDIS_URL`);
     return 2;
   }
@@ -158,7 +172,7 @@ async function main(): Promise<number> {
   out.push(
     `## bench:fleet — ${started.toISOString().slice(0, 16).replace("T", " ")} UTC, load average ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}`,
     "",
-    `\`npm run bench:fleet${argv.length > 0 ? ` -- ${argv.join(" ")}` : ""}\`; Redis ${REDIS_URL}; limit ${LIMIT} for every contender; closed loop: median of ${ROUNDS} round(s) of ${WINDOW_MS} ms after ${WARM_MS} ms warm-up.`,
+    `\`npm run bench:fleet${argv.length > 0 ? ` -- ${argv.join(" ")}` : ""}\` at ${gitState()}; Node ${process.version}; Redis ${version} at ${REDIS_URL}; limit ${LIMIT} for every contender; closed loop: median of ${ROUNDS} round(s) of ${WINDOW_MS} ms after ${WARM_MS} ms warm-up.`,
   );
   if (rows.length > 0) {
     out.push(
