@@ -11,8 +11,8 @@ import { podUrls } from "../load/pods.js";
 import { findProfile, isNotBuilt, LOAD_PROFILES } from "../load/profiles/index.js";
 import { createProgress, type ProgressStream } from "../load/progress.js";
 import { renderReport } from "../load/report.js";
-import { scaledSeconds } from "../load/runner.js";
 import { BaselineError, runSession } from "../load/session.js";
+import { assertScalable, scaledSeconds, UnscalableProfileError } from "../load/time-scale.js";
 import type { LoadProfile } from "../load/types.js";
 
 /** Pods' first port with `--gateway` or `--print-config` when `--sim-base-port` is not given. */
@@ -171,6 +171,12 @@ function parseFlags(argv: string[]):
     );
   }
   const scale = values.scale === undefined ? found.defaultScale : positive("scale", values.scale);
+  try {
+    assertScalable(found, scale);
+  } catch (e) {
+    if (e instanceof UnscalableProfileError) throw new LoadUsageError("scale", `--scale: ${e.message}`);
+    throw e;
+  }
   const port = values["sim-base-port"] === undefined ? undefined : portNumber(values["sim-base-port"], found);
   if (values.only !== undefined && values.only !== "sluice" && values.only !== "direct") {
     throw new LoadUsageError("only", `--only: expected sluice or direct, got "${values.only}"`);

@@ -7,9 +7,9 @@
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent } from "undici";
-import type { AnswerOptions } from "../sim/answer.js";
 import { Mulberry32 } from "../sim/random.js";
 import { type AttemptResult, attempt } from "./client.js";
+import type { ExpectedAnswer } from "./pods.js";
 import { prepareRequest } from "./requests.js";
 import type { Attempt, RequestRecord } from "./stats.js";
 import type { ClientGroup, RetryPolicy } from "./types.js";
@@ -28,8 +28,8 @@ export interface DriveOptions {
   scale: number;
   /** When groups stop offering by default, seed ms. */
   durationMs: number;
-  /** The answer options of each model's pods (what the exact bytes depend on). */
-  answers: (model: string) => AnswerOptions;
+  /** The exact answers of each model's pods. */
+  expected: (model: string) => ExpectedAnswer;
   /** Longest the run waits for requests still going once offering has stopped, real ms. */
   drainCapMs: number;
   /** Calls at seed times from the start (probes: the warm-up's end, the offering's end). */
@@ -78,6 +78,7 @@ export class Driver {
 
   /** Runs every group, then drains; resolves when nothing is left going. */
   async run(): Promise<void> {
+    this.#warmUp();
     this.#t0 = performance.now();
     const timers = (this.#o.marks ?? []).map((m) => setTimeout(m.fn, m.atMs * this.#o.scale));
     try {
@@ -88,6 +89,18 @@ export class Driver {
       for (const t of timers) clearTimeout(t);
       await this.#agent.close().catch(() => this.#agent.destroy());
     }
+  }
+
+  /**
+   * Prepares one request of each group and throws it away, before the clock starts: the first
+   * arrivals then do not wait on lazy first-use work on this thread (the tokenizer's tables,
+   * compiling the answer builders) while the gateway, on its own thread, is already granting.
+   * That wait would hold calls the gateway has counted away from a provider whose token bucket is
+   * still full, and the refill the gateway earns meanwhile is refill the provider never had.
+   */
+  #warmUp(): void {
+    for (const g of this.#o.groups)
+      prepareRequest(g, -1, this.#o.target.kind === "sluice", this.#o.expected(g.request.model));
   }
 
   async #drain(): Promise<void> {
@@ -154,7 +167,7 @@ export class Driver {
   async #request(group: ClientGroup, gi: number, index: number): Promise<void> {
     const { target, scale } = this.#o;
     const throughSluice = target.kind === "sluice";
-    const req = prepareRequest(group, index, throughSluice, this.#o.answers(group.request.model));
+    const req = prepareRequest(group, index, throughSluice, this.#o.expected(group.request.model));
     const policy = (throughSluice ? group.retry?.sluice : group.retry?.direct) ?? ONE_ATTEMPT;
     const timeoutMs = group.timeoutMs === undefined ? undefined : group.timeoutMs * scale;
     const startMs = this.now();

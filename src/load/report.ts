@@ -51,6 +51,47 @@ const ROWS: Row[] = [
   ["run time", (r) => fmtMs(r.duration_ms)],
 ];
 
+/** Rows of profiles with a provider account (provider-tokens): what the provider counted, per minute. */
+const ACCOUNT_ROWS: Row[] = [
+  [
+    "provider 429s (tokens / requests limit)",
+    (r) => perAccount(r, (a) => `${a.throttled.tokens} / ${a.throttled.requests}`),
+  ],
+  ["provider's tpm", (r) => perAccount(r, (a) => kTokens(a.tpm))],
+  [
+    "tokens/min at the provider, minute by minute",
+    (r) => perAccount(r, (a) => a.tokens_per_minute.map(kTokens).join(" ")),
+  ],
+  [
+    "  … first minute (bucket starts full: ≤ 2 × tpm)",
+    (r) => perAccount(r, (a) => kTokens(a.first_minute_tokens)),
+  ],
+  [
+    "  … minutes after it: peak / mean",
+    (r) => perAccount(r, (a) => `${kTokens(a.peak_minute_tokens)} / ${kTokens(a.mean_minute_tokens)}`),
+  ],
+  [
+    "tokens/min asked of it (429s included)",
+    (r) => perAccount(r, (a) => a.tokens_asked_per_minute.map(kTokens).join(" ")),
+  ],
+  [
+    "  … sustained: (asked − tpm) ÷ minutes offered",
+    (r) => perAccount(r, (a) => kTokens(a.sustained_asked_per_minute)),
+  ],
+];
+
+/** One value per provider account of a run, `; `-separated. */
+function perAccount(r: RunStats, value: (a: RunStats["accounts"][number]) => string): string {
+  const accounts = r.accounts ?? []; // absent in receipts written before provider accounts
+  return accounts.length === 0 ? "–" : accounts.map(value).join("; ");
+}
+
+/** `60.0k` tokens; `–` for none. */
+function kTokens(n: number | null): string {
+  if (n === null) return "–";
+  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : `${n}`;
+}
+
 /** The whole report of a receipt, as lines. */
 export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath: string | null): string[] {
   const sluice = sluiceRun(receipt);
@@ -66,7 +107,9 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
   );
   lines.push("");
   const table: string[][] = [["", ...heads]];
-  for (const [label, value] of ROWS)
+  // Older receipts have no `accounts`: their runs had no provider account.
+  const withAccounts = runs.some((r) => (r?.accounts ?? []).length > 0);
+  for (const [label, value] of withAccounts ? [...ROWS, ...ACCOUNT_ROWS] : ROWS)
     table.push([label, ...runs.map((r) => (r === null ? "(not run)" : value(r)))]);
   table.push([""]);
   table.push(["by client group: completed / offered, latency mean, queue p99"]);

@@ -7,8 +7,10 @@
 import { Driver, type DriveTarget, type LiveCounts } from "./driver.js";
 import { type GatewayThread, startGatewayThread } from "./gateway-thread.js";
 import { append, type PodProbe, type RunningPods, startPods } from "./pods.js";
+import { warmAccount } from "./provider-pod.js";
 import { clientStats, type RunStats } from "./stats.js";
 import { observedSettings, readSnapshot, settledReservations } from "./telemetry.js";
+import { assertScalable, scaledSeconds } from "./time-scale.js";
 import type { LoadProfile } from "./types.js";
 
 /** What a run shows while it goes (src/load/progress.ts). */
@@ -40,18 +42,19 @@ export interface RunnerResult {
 /** How long the leak check waits for the telemetry to come back to zero, real ms. */
 const LEAK_SETTLE_MS = 5000;
 
-/** Runs `profile` through sluice and straight to its pods. Never throws for a failed run: its stats carry `error`. */
+/**
+ * Runs `profile` through sluice and straight to its pods. Never throws for a failed run (its stats
+ * carry `error`); throws `UnscalableProfileError` before any run for a scale the profile cannot run at.
+ */
 export async function runProfile(o: RunnerOptions): Promise<RunnerResult> {
+  assertScalable(o.profile, o.scale);
   const settings = await settingsOf(o);
   const sluice = o.only === "direct" ? null : await runTarget(o, "sluice");
   const direct = o.only === "sluice" ? null : await runTarget(o, "direct");
   return { sluice, direct, settings };
 }
 
-/** Seed seconds → the scaled seconds a config duration takes (ms precision). */
-export function scaledSeconds(scale: number): (seedSeconds: number) => number {
-  return (s) => Math.max(0.001, Math.round(s * scale * 1000) / 1000);
-}
+export { scaledSeconds } from "./time-scale.js";
 
 async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<RunStats> {
   const { profile, scale } = o;
@@ -61,6 +64,7 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
   let error: string | undefined;
   let leaks: { count: number; detail: string[] } | null = null;
   let widths: Record<string, number> | null = null;
+  let start: PodProbe | undefined;
   let warm: PodProbe | undefined;
   let stop: PodProbe | undefined;
   try {
@@ -79,15 +83,19 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
         ? { kind, baseFor: inTurn(gatewayUrls) }
         : { kind, baseFor: roundRobin(pods.urls) };
     const running = pods;
+    for (const p of running.pods)
+      if (p.kind === "provider") await warmAccount(target.baseFor(p.spec.model), p.spec);
     warm = running.probe();
+    start = warm;
     driver = new Driver({
       target,
       groups: profile.groups,
       scale,
       durationMs: profile.durationMs,
-      answers: (model) => running.answers(model),
+      expected: (model) => running.expected(model),
       drainCapMs: (profile.drainMs ?? 2 * profile.durationMs) * scale,
       marks: [
+        { atMs: 0, fn: () => (start = running.probe()) },
         { atMs: profile.warmupMs ?? 0, fn: () => (warm = running.probe()) },
         { atMs: profile.durationMs, fn: () => (stop = running.probe()) },
       ],
@@ -118,10 +126,18 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
     await Promise.all(gateways.map((g) => g.close().catch(() => undefined)));
   }
   const end = pods?.probe();
-  const stats = finish(kind, o, driver, pods, warm, stop ?? end, end, leaks, widths);
+  const stats = finish(kind, o, driver, pods, { start, warm, stop: stop ?? end, end }, leaks, widths);
   await pods?.close();
   if (error !== undefined) stats.error = error;
   return stats;
+}
+
+/** The pods' counters at the run's start, the warm-up's end, the offering's end and the drain's end. */
+interface Probes {
+  start: PodProbe | undefined;
+  warm: PodProbe | undefined;
+  stop: PodProbe | undefined;
+  end: PodProbe | undefined;
 }
 
 function finish(
@@ -129,27 +145,16 @@ function finish(
   o: RunnerOptions,
   driver: Driver | undefined,
   pods: RunningPods | undefined,
-  warm: PodProbe | undefined,
-  stop: PodProbe | undefined,
-  end: PodProbe | undefined,
+  { start, warm, stop, end }: Probes,
   leaks: { count: number; detail: string[] } | null,
   widths: Record<string, number> | null,
 ): RunStats {
   const groupNames = o.profile.groups.map((g) => g.name);
   const client = clientStats(driver?.attempts ?? [], driver?.requests ?? [], groupNames);
   const podStats = pods && warm && stop ? pods.stats(warm, stop) : [];
-  let capacity = 0;
-  let busy = 0;
-  if (pods && warm && stop) {
-    const windowMs = Math.max(1, stop.atMs - warm.atMs);
-    pods.pods.forEach((p, i) => {
-      capacity += p.sim.options.maxNumSeqs * windowMs;
-      busy += stop.busySlotMs[i]! - warm.busySlotMs[i]!;
-    });
-  }
   const machines: Record<string, number> = {};
   for (const [name, m] of pods?.machines ?? []) machines[name] = m.maxRunningSeen;
-  const oom = new Set([...(pods?.pods ?? [])].map((p) => p.sim.machine));
+  const oom = new Set((pods?.pods ?? []).flatMap((p) => (p.kind === "sim" ? [p.sim.machine] : [])));
   let afterWarmup = 0;
   if (warm && end) for (const [i, n] of end.refusals.entries()) afterWarmup += n - warm.refusals[i]!;
   return {
@@ -158,11 +163,12 @@ function finish(
     ...client,
     upstream_max_inflight: Math.max(0, ...podStats.map((p) => p.max_inflight)),
     machine_max_running: machines,
-    utilization: capacity === 0 ? 0 : Math.round((busy / capacity) * 10_000) / 10_000,
+    utilization: pods && warm && stop ? pods.utilization(warm, stop) : 0,
     pod_refusals: podStats.reduce((n, p) => n + p.refused_connections + p.throttled + p.overloaded, 0),
     pod_refusals_after_warmup: afterWarmup,
     throttles: podStats.reduce((n, p) => n + p.throttled, 0),
     oom_events: [...oom].reduce((n, m) => n + m.oomEvents, 0),
+    accounts: pods && start ? pods.accounts(start, o.profile.durationMs * o.scale) : [],
     leaked_reservations: kind === "sluice" ? (leaks?.count ?? null) : null,
     leak_detail: leaks?.detail ?? [],
     widths,

@@ -67,6 +67,43 @@ export interface PodStats {
   utilization: number;
 }
 
+/**
+ * What a provider account (a `kind: "provider"` pod) saw during a run, per minute from the run's
+ * start: the tokens it charged (as the provider counts them: tokenizer prompt + completion, at
+ * arrival) and the calls it answered 429. Its bucket starts full, so the first minute may carry up
+ * to twice its `tpm` (the minute's worth it holds + a minute's refill); the minutes after show the
+ * steady state.
+ */
+export interface AccountStats {
+  model: string;
+  url: string;
+  /** The account's tokens and requests per minute; null when not metered. */
+  tpm: number | null;
+  rpm: number | null;
+  served: number;
+  /** 429s by the limit that said no. */
+  throttled: { tokens: number; requests: number; inflight: number };
+  /** Tokens charged for the calls served. */
+  tokens_served: number;
+  /** Tokens charged in each minute from the run's start, the drain's included (the last may be partial). */
+  tokens_per_minute: number[];
+  /** Tokens of every call sent (served, or answered 429: what it would have cost) in each of those minutes. */
+  tokens_asked_per_minute: number[];
+  /** Tokens charged in the first minute (the full bucket's + the refill's). */
+  first_minute_tokens: number;
+  /** Most tokens charged in one whole minute of offering after the first; null when the offering had one minute. */
+  peak_minute_tokens: number | null;
+  /** Tokens charged per minute over the whole minutes of offering after the first; null likewise. */
+  mean_minute_tokens: number | null;
+  /**
+   * Tokens sent while clients offered work, beyond the one minute's worth a full bucket holds at
+   * the start, per minute: `(asked − tpm) ÷ minutes offered`. An account allows `tpm` at once plus
+   * `tpm` per minute, so a sender that keeps to the account keeps this ≤ `tpm` over any stretch;
+   * one that does not, above it.
+   */
+  sustained_asked_per_minute: number;
+}
+
 /** One client group's view. */
 export interface GroupStats {
   offered: number;
@@ -126,6 +163,8 @@ export interface RunStats {
   /** What was left, when something was. */
   leak_detail: string[];
   bytes_mismatches: number;
+  /** Provider accounts (`kind: "provider"` pods): tokens per minute as each counted them, its 429s. */
+  accounts: AccountStats[];
   /** Pod widths at the end of the run, by pod (through sluice). */
   widths: Record<string, number> | null;
   groups: Record<string, GroupStats>;

@@ -6,15 +6,40 @@
  */
 import type { Priority } from "../core/priority.js";
 import type { SimOptions } from "../sim/options.js";
+import type { ProviderAnswerOptions } from "../sim/provider-answer.js";
 import type { RunStats } from "./stats.js";
 
-/** One simulated pod of a profile. */
-export interface PodSpec {
+/** One simulated pod of a profile: a `sluice sim` server, or a provider's account. */
+export type PodSpec = SimPodSpec | ProviderPodSpec;
+
+/** A `sluice sim` pod (src/sim/server.ts). */
+export interface SimPodSpec {
+  kind?: "sim";
   model: string;
   /** Sim options, durations in seed ms (`timeScale` is set by the runner). */
   options: SimOptions;
   /** A key of `LoadProfile.machines`: pods naming the same machine share its memory (OOM point). */
   machine?: string;
+}
+
+/**
+ * A hosted provider's account (src/sim/provider.ts): token and request buckets per minute, 429
+ * with reset headers past them. Its limits are per real minute: a profile with a metered account
+ * runs at scale 1 (time-scale.ts says why); its service times are in seed ms like a sim's.
+ */
+export interface ProviderPodSpec {
+  kind: "provider";
+  model: string;
+  account: {
+    /** Tokens per minute. */
+    tpm?: number;
+    /** Requests per minute. */
+    rpm?: number;
+    /** Seed ms before an answer. **Default:** `0`. */
+    serviceMs?: number;
+    /** Seed ms added per output token. **Default:** `0`. */
+    msPerOutputToken?: number;
+  } & Omit<ProviderAnswerOptions, "model">;
 }
 
 /** A machine several pods run on (seed 001's GB10). */
@@ -36,6 +61,11 @@ export interface RequestShape {
   bodyBytes?: number;
   /** `echo`: the path prefix the gateway routes to `model` (`/ocr/`). */
   path?: string;
+  /**
+   * `chat`: words in the message, past the request's own label: a document to summarise (seed
+   * 004's large calls) rather than a one-line question. Distinct per request. **Default:** none.
+   */
+  promptWords?: number;
 }
 
 /** What a client does with an attempt that did not succeed. */

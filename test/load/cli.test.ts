@@ -1,5 +1,5 @@
 /**
- * `sluice load` as a user meets it: profiles not built yet and bad flags refused with exit 2 and
+ * `sluice load` as a user meets it: a scale a profile cannot run at and bad flags refused with exit 2 and
  * a message naming them, `--print-config` giving a config the gateway accepts, and a help line
  * for every flag.
  */
@@ -31,13 +31,14 @@ function documented(help: string): string[] {
 }
 
 describe("sluice load (CLI)", () => {
-  test("a profile not built yet exits 2 saying what it needs", async () => {
-    for (const [name, needs] of [["provider-tokens", /not built yet: .*token budgets/]] as const) {
-      const c = capture();
-      assert.equal(await main([name], c.io), 2, name);
-      assert.match(c.err.join(""), needs);
-      assert.equal(c.out.join(""), "");
-    }
+  test("provider-tokens with a time scale exits 2: a token bucket's minute is a real one", async () => {
+    const c = capture();
+    assert.equal(await main(["provider-tokens", "--scale", "0.1"], c.io), 2);
+    assert.match(
+      c.err.join(""),
+      /--scale: profile provider-tokens runs in real time only \(--scale 1, got 0\.1\)/,
+    );
+    assert.equal(c.out.join(""), "");
   });
 
   test("autoscale without Redis exits 2 saying it needs Redis and where it looked", async () => {

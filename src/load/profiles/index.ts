@@ -8,6 +8,7 @@ import { autoscale } from "./autoscale.js";
 import { modelCapacity } from "./model-capacity.js";
 import { ocrFlood } from "./ocr-flood.js";
 import { panelBurst } from "./panel-burst.js";
+import { providerTokens } from "./provider-tokens.js";
 import { sharedGpu } from "./shared-gpu.js";
 
 export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
@@ -16,14 +17,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
   panelBurst,
   modelCapacity,
   autoscale,
-  {
-    name: "provider-tokens",
-    seed: "004",
-    title: "small and large requests against a tokens/minute account: never a provider 429 through sluice",
-    notBuilt: true,
-    reason:
-      "the gateway's token budgets (tpm) and the provider simulator's account mode (src/sim/provider.ts) exist, but the load runner starts only `sluice sim` pods: it does not yet start the provider simulator, check its answers byte for byte or measure tokens per minute at it — meanwhile bench/provider-tokens.ts runs the same comparison",
-  },
+  providerTokens,
 ];
 
 /** The profile named `name`, or undefined. */
