@@ -94,6 +94,45 @@ describe("token budgets across a fleet", () => {
   });
 });
 
+describe("request budgets across a fleet", () => {
+  test("an rpm budget counts one per call across both replicas", async (t) => {
+    const redis = await redisOrSkip(t);
+    if (redis === null) return;
+    const prefix = uniquePrefix();
+    const rpm: GovernorOptions = {
+      lanes: { chat: { limit: 100, reserve: 0, queueLimit: 100, queueTimeoutMs: 600_000, rpm: 4 } },
+    };
+    const [a, b] = await Promise.all(
+      ["a", "b"].map(async (replica) => {
+        const store = new RedisStore({ url: REDIS_URL, prefix, replica });
+        stores.push(store);
+        await store.start();
+        return new Governor({ ...rpm, store });
+      }),
+    );
+    const granted: Lease[] = [];
+    const aborts = new AbortController();
+    const start = await redisNow(redis);
+    const calls = Array.from({ length: 8 }, (_, i) =>
+      (i % 2 === 0 ? a! : b!)
+        .acquire("chat", { tokens: 5000, signal: aborts.signal })
+        .then((l) => granted.push(l))
+        .catch(() => {}),
+    );
+    while (granted.length < 4) await tick();
+    for (let i = 0; i < 10; i++) await tick();
+    const elapsed = (await redisNow(redis)) - start;
+    // 4 a minute across the fleet, whatever their tokens: a fifth needs 15 s of refill.
+    assert.equal(granted.length, 4 + Math.floor((elapsed * 4) / 60_000));
+    aborts.abort();
+    await Promise.all(calls);
+    for (const l of granted) l.succeeded({ tokens: 1 });
+    a!.close();
+    b!.close();
+    redis.disconnect();
+  });
+});
+
 type Ending = "succeeded" | "release" | "notSent";
 type Op =
   | { t: "acquire"; replica: 0 | 1; tokens: number; usedShare: number; ending: Ending }
