@@ -1,6 +1,7 @@
 /**
  * The fleet store: several processes (gateway replicas, `--workers`, library users) share every
- * concurrency budget through Redis, so together they never hold more than a budget's limit.
+ * budget through Redis, so together they never hold more than a budget's limit. Token and request
+ * buckets and accounts' pauses are the metered half (`fleet-rates.ts`, `fleet-accounts.ts`).
  *
  * Each process keeps a local mirror of the fleet: its own calls (`inflight`) and what the other
  * replicas held when it last heard (`others`). A grant is two steps. `take` checks and takes the
