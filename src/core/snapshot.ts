@@ -50,8 +50,10 @@ export interface AccountSnapshot {
   account: string;
   /** Its lanes (models). */
   lanes: string[];
-  /** Calls in flight across its lanes. */
+  /** Calls in flight across its lanes (this process). */
   inflight: number;
+  /** With a fleet store, when other replicas hold calls: the account's calls in flight fleet-wide. */
+  fleet_inflight?: number;
   /** The configured `max_inflight`; null when it has none. */
   max_inflight: number | null;
   /** The adaptive cap now (cut on throttling, grown on success); null without `max_inflight`. */
@@ -185,6 +187,7 @@ export function accountSnapshot(a: AccountBudget, lanes: string[], nowMs: number
     account: a.name,
     lanes,
     inflight: a.inflight,
+    ...(a.others > 0 ? { fleet_inflight: a.inflight + a.others } : {}),
     max_inflight: a.settings.maxInflight ?? null,
     adaptive_cap: bounded ? a.width.width : null,
     tokens: a.tokens === null ? null : bucketSnapshot(a.tokens, nowMs),
@@ -266,6 +269,7 @@ export function withoutFleetCounts(s: Snapshot): Snapshot {
     lanes: s.lanes.map(strip),
     pods: s.pods.map(strip),
     groups: s.groups.map(strip),
+    accounts: s.accounts.map(strip),
     ...(s.admission === undefined ? {} : { admission: strip(s.admission) }),
   };
 }

@@ -131,6 +131,11 @@ describe("accounts across a fleet", () => {
     await b.store.heartbeat();
     for (let i = 0; i < 5; i++) await tick();
     assert.equal(ninth, undefined, "8 in flight across both replicas: the account's cap holds fleet-wide");
+    assert.deepEqual(
+      { inflight: b.account().inflight, fleet: b.account().fleet_inflight },
+      { inflight: 4, fleet: 8 },
+      "the snapshot shows this replica's calls and the fleet's",
+    );
 
     onA.pop()!.failed({ status: 429 }); // throttled without a reset: congestion, the cap is cut
     assert.equal(a.account().adaptive_cap, 4, "halved from the 8 the fleet held");
