@@ -1,12 +1,5 @@
-/** Fleet store URLs as they may be shown. */
-
-/** The URL without its password, for logs, snapshots and errors. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    return u.toString();
-  } catch {
-    return "redis://…";
-  }
-}
+/**
+ * Fleet store URLs as they may be shown: one rule for every URL form (one server, Sentinel,
+ * Cluster), the one `redis-connection.ts` applies to its own errors.
+ */
+export { redactStoreUrl as redactedUrl } from "./redis-connection.js";
