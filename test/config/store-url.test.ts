@@ -7,6 +7,7 @@ import { describe, test } from "node:test";
 import { Cluster, Redis } from "ioredis";
 import { parseConfig } from "../../src/config/schema.js";
 import { config, invalid } from "../../src/config/test-helpers.js";
+import { RedisStore } from "../../src/store/redis.js";
 import {
   connectRedis,
   parseStoreUrl,
@@ -140,5 +141,18 @@ describe("redactStoreUrl", () => {
   for (const [url, shown] of cases)
     test(`${shown} (a raw @ or / in a password included)`, () => {
       assert.equal(redactStoreUrl(url), shown);
+    });
+});
+
+describe("the fleet store's description (snapshots, /readyz, sluice status)", () => {
+  for (const [url, shown] of [
+    ["redis+cluster://:s3cret@r1:7000,r2:7001", "redis+cluster://:***@r1:7000,r2:7001"],
+    ["redis+sentinel://:s3cret@s1:26379/mymaster", "redis+sentinel://:***@s1:26379/mymaster"],
+    ["redis://:s3cret@r1:6379/0", "redis://:***@r1:6379/0"],
+  ] as const)
+    test(`is ${shown}`, async () => {
+      const store = new RedisStore({ url }); // not started: nothing connects
+      assert.equal(store.description, shown);
+      await store.close();
     });
 });
