@@ -252,6 +252,8 @@ const bottleneck: ContenderSpec = {
         }),
       close: async () => {
         await limiter.disconnect(true);
+        // A connection passed in is the caller's to close (Bottleneck leaves it open).
+        await connection.disconnect(true);
       },
     };
   },
