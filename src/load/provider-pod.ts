@@ -123,7 +123,9 @@ export async function warmAccount(base: string, spec: ProviderPodSpec): Promise<
       `the warm-up call to ${spec.model} at ${base} was answered ${res.statusCode}: ${text.slice(0, 200)}`,
     );
   }
-  const tpm = spec.account.tpm;
-  // Twice the refill time of the warm-up's tokens: both buckets are back at capacity.
-  await sleep(tpm === undefined ? 0 : Math.ceil((2 * WARM_TOKENS * 60_000) / tpm));
+  const { tpm, rpm } = spec.account;
+  // Twice the refill time of the warm-up's tokens and request: both sides' buckets are full again.
+  const refillMs = (used: number, perMinute: number | undefined) =>
+    perMinute === undefined ? 0 : Math.ceil((2 * used * 60_000) / perMinute);
+  await sleep(Math.max(refillMs(WARM_TOKENS, tpm), refillMs(1, rpm)));
 }
