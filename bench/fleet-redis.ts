@@ -9,7 +9,7 @@
  *
  * Loopback only: the Redis at REDIS_URL (default redis://127.0.0.1:6379) under one unique key
  * prefix, deleted at the end (also after a failure); the gateway part's pod and gateway on
- * 127.0.0.1. Bounded: about 2½ minutes (`--quick`: under a minute).
+ * 127.0.0.1. Bounded: about 3½ minutes (`--quick`: about 2).
  *
  * Flags: --quick (short windows, one round), --rounds=N (closed-loop rounds; the median is
  * reported), --only=library,workers, --callers=1,64.
