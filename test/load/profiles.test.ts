@@ -29,7 +29,9 @@ async function both(profile: LoadProfile, scale: number): Promise<{ sluice: RunS
 
 describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
   test("ocr-flood: pods refuse connections without sluice; through it none after the widths converge, answers within 2 × service", async () => {
-    const scale = 0.02;
+    // At 0.05 a page takes 950 ms: on a loaded machine a 380 ms page (0.02) let the event loop's
+    // delays show as pod refusals after the warm-up (4 and 8 in runs at load 3–13).
+    const scale = 0.05;
     const { sluice, direct } = await both(ocrFloodProfile({ capacities: [29, 31], services: 5 }), scale);
     assert.ok(direct.pod_refusals > 0, "the pods refused connections straight");
     assert.equal(sluice.pod_refusals_after_warmup, 0, "no pod refusal after the warm-up through sluice");
