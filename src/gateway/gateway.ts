@@ -14,6 +14,7 @@ import { Governor } from "../governor/governor.js";
 import { logBreakerChanges } from "../metrics/breaker-log.js";
 import { PrometheusMetrics } from "../metrics/prometheus.js";
 import { RedisStore } from "../store/redis.js";
+import { redactStoreUrl } from "../store/redis-connection.js";
 import { Authenticator } from "./auth.js";
 import { BufferBudget } from "./buffer-budget.js";
 import { type GatewayParts, RequestContext } from "./context.js";
@@ -346,11 +347,16 @@ function refuseRestartOnly(current: GatewayConfig, next: GatewayConfig): void {
   if (JSON.stringify(next.store) !== JSON.stringify(current.store)) {
     throw new ConfigError(
       "store",
-      `${JSON.stringify(current.store)} as at start`,
-      JSON.stringify(next.store),
+      `${shownStore(current.store)} as at start`,
+      shownStore(next.store),
       "store changes only with a restart; the config was not reloaded",
     );
   }
+}
+
+/** A store setting as an error may show it: a Redis URL's password hidden. */
+function shownStore(store: GatewayConfig["store"]): string {
+  return store.kind === "memory" ? "memory" : redactStoreUrl(store.url);
 }
 
 /** The fleet store a `store: redis://…` config asks for. */

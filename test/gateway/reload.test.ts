@@ -259,6 +259,20 @@ describe("Gateway.reload", SUITE, () => {
       () => stack.gateway.reload(next),
       (e: unknown) => isConfigError(e) && e.path === "listen" && /only with a restart/.test(e.message),
     );
+    const toRedis = parseConfig({
+      store: "redis://:s3cret@r:6379",
+      auth: { keys: [{ id: "b", sha256: sha256hex(KEY_B) }] },
+      models: [model("m", [q.url], { queue_limit: 50 }, 5)],
+    });
+    assert.throws(
+      () => stack.gateway.reload(toRedis),
+      (e: unknown) =>
+        isConfigError(e) &&
+        e.path === "store" &&
+        /only with a restart/.test(e.message) &&
+        e.message.includes("redis://:***@r:6379") &&
+        !e.message.includes("s3cret"),
+    );
     assert.deepEqual(
       stack.gateway.governor.snapshot().lanes.map((l) => [l.lane, l.limit]),
       before,
