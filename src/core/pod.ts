@@ -151,12 +151,17 @@ export class Pod implements Budget {
     return this.width instanceof AimdWidth;
   }
 
-  /** Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the path). */
+  /**
+   * Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the
+   * path). In a fleet, a pod whose breaker is not closed takes one probe fleet-wide: while
+   * another process holds a call there (its probe), this one waits for the shared outcome.
+   */
   hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
     return (
       this.inflight + this.others < this.width.width &&
       this.pausedUntil <= nowMs &&
-      this.breaker.allows(nowMs)
+      this.breaker.allows(nowMs) &&
+      (this.others === 0 || this.breaker.kind === "closed")
     );
   }
 

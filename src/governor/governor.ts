@@ -24,6 +24,7 @@ import {
   type WidthEvent,
 } from "../core/scheduler.js";
 import type { Snapshot } from "../core/snapshot.js";
+import { waitingByLane } from "../store/fleet-waiters.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
@@ -106,6 +107,10 @@ export class Governor {
       this.#scheduler.tick(now);
       this.#timer.arm(now);
     });
+    // A fleet store advertises this process's waiters, so other processes leave room for better ones.
+    this.#store.watchWaiters?.(() =>
+      waitingByLane(this.#registry.lanes.values(), this.#waiters.confirmingNow, this.#clock.now()),
+    );
     // A fleet store hears when other processes free room: look at the waiters again.
     this.#store.onChange?.(() => {
       const now = this.#clock.now();
@@ -124,6 +129,8 @@ export class Governor {
       (lane, pod, t) => this.#onBreaker(lane, pod, t),
       () => this.#clock.now(),
     );
+    // A fleet store reads the pods' kept state (a cut, an open breaker) when it first meets them.
+    this.#store.watchPods?.(() => this.#registry.pods.keys());
   }
 
   /**
@@ -170,6 +177,7 @@ export class Governor {
     if (signal !== undefined) this.#waiters.listenForAbort(t, signal);
     // A fleet store confirms even a grant made on arrival before the caller gets its lease.
     if (admitted === "granted") this.#waiters.granted(t);
+    else this.#store.waitersChanged?.();
     this.#timer.arm(now);
     return promise;
   }

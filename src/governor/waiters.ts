@@ -13,6 +13,7 @@ import { channel } from "node:diagnostics_channel";
 import type { Clock } from "../core/clock.js";
 import type { Ticket } from "../core/lease.js";
 import { classifyOutcome, type FailureInput } from "../core/outcome.js";
+import { effectiveRank } from "../core/priority.js";
 import type { Scheduler } from "../core/scheduler.js";
 import type { Store } from "../store/store.js";
 import type { WakeTimer } from "./timer.js";
@@ -20,6 +21,9 @@ import type { WakeTimer } from "./timer.js";
 const grantChannel = channel("sluice:lease:grant");
 
 export class Waiters {
+  /** Grants being confirmed with the fleet: they still wait (the fleet's waiter counts include them). */
+  readonly confirmingNow = new Set<Ticket>();
+
   constructor(
     readonly clock: Clock,
     readonly scheduler: Scheduler,
@@ -40,6 +44,7 @@ export class Waiters {
 
   /** Settles the caller's promise: the lease, or the refusal. */
   settle(t: Ticket, error: unknown): void {
+    this.store.waitersChanged?.(); // one waiter fewer (granted, refused, aborted, timed out)
     const hook = t.abort;
     if (hook !== null) {
       hook.detach?.();
@@ -93,13 +98,20 @@ export class Waiters {
       if (this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
     } else if (signal !== undefined) this.listenForAbort(t, signal);
     this.timer.arm(now);
+    this.store.waitersChanged?.();
     return waiting;
   }
 
   #confirm(t: Ticket): void {
     const path = t.path!;
-    this.store.confirm!(path, t.rank, 0, t.tokens).then(
+    const now = this.clock.now();
+    // The effective class (aging included) decides whose waiters the fleet leaves room for.
+    const effective = effectiveRank(t.rank, t.arrivedAt, now, t.laneRef.settings.agingMs);
+    this.confirmingNow.add(t);
+    this.store.waitersChanged?.(); // still waiting: counted until the fleet says yes
+    this.store.confirm!(path, t.rank, 0, t.tokens, effective).then(
       (ok) => {
+        this.confirmingNow.delete(t);
         const now = this.clock.now();
         if (t.state !== "granted" || t.path !== path) return;
         const signal = t.abort?.signal;
@@ -120,6 +132,7 @@ export class Waiters {
         this.settle(t, undefined);
       },
       (error: unknown) => {
+        this.confirmingNow.delete(t);
         const now = this.clock.now();
         this.scheduler.requeue(t, now);
         this.scheduler.cancel(t, now);

@@ -20,6 +20,12 @@ export class FleetMirror {
   readonly #mine = new Map<string, number>();
   /** Release messages heard per key, ever: to discount those a script's answer may predate. */
   readonly #heard = new Map<string, number>();
+  /**
+   * Better waiters of other replicas folded into a lane budget's `others` after a grant was
+   * refused to leave room for them: this replica holds back until they leave (a message on the
+   * waiters channel) or the next answer from Redis says otherwise.
+   */
+  readonly #ahead = new Map<string, number>();
 
   constructor(
     /** The hash tag every key starts with (`{prefix}`). */
@@ -32,8 +38,15 @@ export class FleetMirror {
     return budget;
   }
 
-  /** The fleet keys of `path` from `from` on, with each budget's limit for a call of class `rank`. */
-  fleetPart(path: Path, rank: Rank, from: number): { keys: string[]; limits: number[]; budgets: Shared[] } {
+  /**
+   * The fleet keys of `path` from `from` on, with each budget's limit for a call of class `rank`,
+   * and the lane's waiters key when the path's lane part is asked for (priority across replicas).
+   */
+  fleetPart(
+    path: Path,
+    rank: Rank,
+    from: number,
+  ): { keys: string[]; limits: number[]; budgets: Shared[]; waitKey: string | undefined } {
     const keys: string[] = [];
     const limits: number[] = [];
     const budgets: Shared[] = [];
@@ -42,10 +55,42 @@ export class FleetMirror {
       const key = this.#key(budget);
       if (key === undefined) continue;
       keys.push(key);
-      limits.push(limitFor(budget as Shared, rank));
+      limits.push(limitFor(budget as Shared, rank, this.#mine.get(key) ?? 0));
       budgets.push(budget as Shared);
     }
-    return { keys, limits, budgets };
+    const first = path.budgets[0];
+    const waitKey = from === 0 && first !== undefined ? this.waitKey(first) : undefined;
+    return { keys, limits, budgets, waitKey: keys[0] === undefined ? undefined : waitKey };
+  }
+
+  /** The waiters hash of a lane budget this store shares (`{P}:w:<budget>`), or undefined. */
+  waitKey(budget: Budget): string | undefined {
+    if (budget instanceof Pod || budget instanceof AdmissionBudget || budget instanceof AccountBudget)
+      return undefined;
+    const key = this.#keyOf.get(budget);
+    return key?.replace(`${this.tag}:b:`, `${this.tag}:w:`);
+  }
+
+  /**
+   * A grant on `key` (a lane budget) was refused with `better` waiters of other replicas ahead of
+   * it: count them as held, so this replica's passes leave their room too (no refusal loop).
+   */
+  ahead(key: string, better: number): void {
+    const budget = this.#byKey.get(key);
+    if (budget === undefined || better <= 0) return;
+    budget.others += better - (this.#ahead.get(key) ?? 0);
+    this.#ahead.set(key, better);
+  }
+
+  /** Waiters of another replica left the lane budget whose waiters hash is `waitKey`: true when this replica held back for them. */
+  aheadLeft(waitKey: string): boolean {
+    const key = waitKey.replace(`${this.tag}:w:`, `${this.tag}:b:`);
+    const held = this.#ahead.get(key);
+    const budget = this.#byKey.get(key);
+    if (held === undefined || budget === undefined) return false;
+    this.#ahead.delete(key);
+    budget.others = Math.max(0, budget.others - held);
+    return true;
   }
 
   /** The fleet keys of `path` from `from` on. */
@@ -83,6 +128,7 @@ export class FleetMirror {
           ? 0
           : (this.#heard.get(keys[i]!) ?? 0) - heardBefore[i]!;
       const others = Math.max(0, Number(counts[i] ?? 0) - since);
+      if (keys !== undefined) this.#ahead.delete(keys[i]!); // a fresh answer: no waiters folded in
       if (others < b.others) freed = true;
       b.others = others;
     });
@@ -150,9 +196,14 @@ export class FleetMirror {
 /** What stands for "no bound" in a script's arguments (an account without `max_inflight`). */
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
-/** A shared budget's limit for a call of class `rank` (a lane's reserve is for interactive calls). */
-function limitFor(budget: Shared, rank: Rank): number {
-  if (budget instanceof Pod) return budget.width.width;
+/**
+ * A shared budget's limit for a call of class `rank` (a lane's reserve is for interactive calls).
+ * A pod whose breaker is not closed takes exactly one probe fleet-wide: its limit is what this
+ * replica already holds there (`mine`, calls from before the trip) plus one, so another
+ * replica's call on the pod refuses this replica's probe.
+ */
+function limitFor(budget: Shared, rank: Rank, mine = 0): number {
+  if (budget instanceof Pod) return budget.breaker.kind === "closed" ? budget.width.width : mine + 1;
   if (budget instanceof AccountBudget) return Math.min(UNBOUNDED, budget.width.width);
   if (budget instanceof AdmissionBudget) return budget.maxInflight;
   return budget.limit - (rank === INTERACTIVE ? 0 : budget.reserve);

@@ -32,41 +32,20 @@ import type { Path } from "../core/path.js";
 import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
-import { FleetAccounts, splitMessage } from "./fleet-accounts.js";
+import { FleetAccounts } from "./fleet-accounts.js";
+import { type GrantRequest, runGrant } from "./fleet-grant.js";
 import { FleetMirror } from "./fleet-mirror.js";
-import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
+import { FleetPods } from "./fleet-pods.js";
+import { type FleetLink, FleetRates } from "./fleet-rates.js";
+import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { connectRedis, type FleetConnection } from "./redis-connection.js";
+import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { isReplyCode, runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
 
-/** What to do while Redis cannot be reached. */
-export type OnStoreError = "local" | "open" | "closed";
-
-export interface RedisStoreOptions {
-  /** `redis://[:password@]host:port[/db]` or `rediss://…`. */
-  url: string;
-  /** Prefix of every key (one Cluster hash tag for all of them). **Default:** `sluice`. */
-  prefix?: string;
-  /** This process's id in the fleet. **Default:** host:pid:random. */
-  replica?: string;
-  /** How long a replica's calls count after its last heartbeat. **Default:** 15 000 ms. */
-  leaseTtlMs?: number;
-  /** **Default:** `local`. */
-  onStoreError?: OnStoreError;
-  /** Replicas the fleet runs, for `local`'s static division. **Default:** 2. */
-  expectedReplicas?: number;
-}
-
-/** The fleet's state as this process sees it (snapshot, `/readyz`, metrics). */
-export interface FleetStatus {
-  replica: string;
-  /** `connected`, or the outage mode in force. */
-  mode: "connected" | OnStoreError;
-  /** Consecutive failed round trips. */
-  errors: number;
-}
+export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 
 export class RedisStore implements Store {
   readonly description: string;
@@ -85,9 +64,9 @@ export class RedisStore implements Store {
   readonly #replicasKey: string;
   readonly #changes = new Emitter<void>();
   readonly #storeErrors = new Emitter<void>();
-  readonly #podStates = new Emitter<{ id: string; state: SharedPodState }>();
-  readonly #podsChannel: string;
   readonly #accounts: FleetAccounts;
+  readonly #pods: FleetPods;
+  readonly #waiters: FleetWaiters;
   readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
@@ -97,8 +76,8 @@ export class RedisStore implements Store {
   readonly onError: Event<void> = this.#storeErrors.event;
   /** Other replicas may have freed room: re-run a pass. */
   readonly onChange: Event<void> = this.#changes.event;
-  /** Another replica changed a pod's width, breaker or quota pause. */
-  readonly onPodState: Event<{ id: string; state: SharedPodState }> = this.#podStates.event;
+  /** Another replica changed a pod's width, breaker or quota pause (or its kept state was read). */
+  readonly onPodState: Event<{ id: string; state: SharedPodState }>;
 
   constructor(options: RedisStoreOptions) {
     const prefix = options.prefix ?? "sluice";
@@ -111,7 +90,6 @@ export class RedisStore implements Store {
     const tag = `{${prefix}}`;
     this.#replicasKey = `${tag}:replicas`;
     this.#channel = `${tag}:released`;
-    this.#podsChannel = `${tag}:pods`;
     this.#mirror = new FleetMirror(tag);
     this.#rates = new FleetRates(tag);
     // RESP2 explicitly (ioredis 6 defaults to RESP3); fail fast so an outage is seen within a
@@ -134,10 +112,15 @@ export class RedisStore implements Store {
     };
     this.#link = link;
     this.#accounts = new FleetAccounts(link, this.#rates, `${tag}:accounts`);
+    this.#pods = new FleetPods(link, tag, `${tag}:pods`);
+    this.onPodState = this.#pods.onState;
+    const waitKey = (budget: Budget) => this.#mirror.waitKey(budget);
+    this.#waiters = new FleetWaiters(link, waitKey, `${tag}:waiters`, this.#ttlMs);
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     this.#subscriber.on("error", () => {});
     this.#subscriber.on("message", (channel: string, message: string) => {
-      if (channel === this.#podsChannel) this.#podState(message);
+      if (channel === this.#pods.channel) this.#pods.receive(message);
+      else if (channel === this.#waiters.channel) this.#waitersLeft(message);
       else if (channel === this.#accounts.channel) this.#accounts.receive(message);
       else this.#released(message);
     });
@@ -146,8 +129,9 @@ export class RedisStore implements Store {
   /** Connects, registers this replica and starts its heartbeat. */
   async start(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
-    await this.#subscriber.subscribe(this.#channel, this.#podsChannel, this.#accounts.channel);
-    await this.heartbeat();
+    const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel];
+    await this.#subscriber.subscribe(this.#channel, ...channels);
+    await this.heartbeat(); // reads the kept state of the pods served, too
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();
   }
@@ -223,7 +207,7 @@ export class RedisStore implements Store {
    * when another replica holds the room (the caller rolls back); rejects with
    * `StoreUnavailableError` while Redis is down and the policy is `closed`.
    */
-  async confirm(path: Path, rank: Rank, from = 0, cost = 0): Promise<boolean> {
+  async confirm(path: Path, rank: Rank, from = 0, cost = 0, effective: number = rank): Promise<boolean> {
     const fleet = this.#mirror.fleetPart(path, rank, from);
     const metered = this.#rates.part(path, cost, from);
     if (fleet.keys.length === 0 && metered === null) return true;
@@ -231,7 +215,7 @@ export class RedisStore implements Store {
     const heard = this.#mirror.heard(fleet.keys);
     let reply: unknown[];
     try {
-      reply = await this.#grant(fleet.keys, fleet.limits, metered);
+      reply = await this.#grant({ ...fleet, metered, effective });
     } catch (error) {
       this.#failed();
       if (this.#mode !== "closed") return this.#rates.unconfirmed(metered);
@@ -242,9 +226,13 @@ export class RedisStore implements Store {
     const granted = (reply[0] as number) > 0;
     this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
     const others = reply.slice(1, 1 + fleet.keys.length) as number[];
-    if (this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard) && !granted)
-      setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
-    if (!granted) return false;
+    const freed = this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard);
+    if (!granted) {
+      // Better waiters on other replicas (last in a ranked answer): leave their room too.
+      if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
+      if (freed) setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
+      return false;
+    }
     this.#mirror.confirmed(fleet.keys, +1);
     return true;
   }
@@ -302,24 +290,17 @@ export class RedisStore implements Store {
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
-      await this.#refreshRates();
+      await Promise.all([this.#refreshRates(), this.#waiters.write(true), this.#pods.load()]);
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch {
       this.#failed();
     }
   }
 
-  /** One grant script over the path's fleet budgets: `grant`, or `grant-path` when it has buckets or pauses. */
-  async #grant(keys: string[], limits: number[], metered: MeteredPart | null): Promise<unknown[]> {
-    const run = () =>
-      (metered === null
-        ? runScript(this.#client, "grant", [this.#replicasKey, ...keys], [this.replica, ...limits])
-        : runScript(
-            this.#client,
-            "grant-path",
-            [this.#replicasKey, ...keys, ...metered.keys],
-            [this.replica, keys.length, metered.buckets.length, ...limits, ...metered.args],
-          )) as Promise<unknown[]>;
+  /** The grant script (`runGrant`); a replica Redis has forgotten re-registers, then asks once more. */
+  async #grant(ask: Omit<GrantRequest, "replicasKey" | "replica">): Promise<unknown[]> {
+    const request: GrantRequest = { ...ask, replicasKey: this.#replicasKey, replica: this.replica };
+    const run = () => runGrant(this.#client, request);
     try {
       return await run();
     } catch (error) {
@@ -338,24 +319,36 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Tells the other replicas a pod's new adaptive state: one refusal narrows the pod for the
-   * fleet, an open breaker is open everywhere, and only one replica holds the half-open probe.
+   * Tells the other replicas a pod's new adaptive state, and keeps it for replicas started later:
+   * one refusal narrows the pod for the fleet, an open breaker is open everywhere.
    */
   sharePod(id: string, state: SharedPodState): void {
-    if (this.#mode !== "connected") return;
-    this.#client
-      .publish(this.#podsChannel, `${this.replica}\n${id}\n${JSON.stringify(state)}`)
-      .catch(() => this.#failed());
+    this.#pods.share(id, state);
   }
 
-  #podState(message: string): void {
-    const [replica, id, json] = splitMessage(message);
-    if (json === undefined || replica === this.replica) return;
-    try {
-      this.#podStates.emit({ id: id!, state: JSON.parse(json) });
-    } catch {
-      // A malformed message changes nothing: the next change of that pod is shared again.
-    }
+  /** The pods this replica serves: their kept state is read when first met (`onPodState`). */
+  watchPods(source: () => Iterable<string>): void {
+    this.#pods.watch(source);
+    if (this.#timer !== undefined) void this.#pods.load(); // started: now; else at start's heartbeat
+  }
+
+  /** Where this replica's waiting calls are counted, for the advertisement (priority across replicas). */
+  watchWaiters(source: WaitingSource): void {
+    this.#waiters.watch(source);
+  }
+
+  /** This replica's waiters changed: the advertisement follows, once per event-loop turn. */
+  waitersChanged(): void {
+    this.#waiters.changed();
+  }
+
+  /** Another replica's waiters left budgets this replica may have held back for. */
+  #waitersLeft(message: string): void {
+    const [replica, ...keys] = message.split("\n");
+    if (replica === this.replica) return;
+    let any = false;
+    for (const key of keys) any = this.#mirror.aheadLeft(key) || any;
+    if (any) this.#changes.emit();
   }
 
   /** Another replica released: the budgets it names gained room. */

@@ -79,8 +79,10 @@ export interface Store {
    * stays synchronous; the Governor resolves a waiter only once this says yes, and on no rolls
    * the take back and puts the waiter back in line (`Scheduler.requeue`). Absent = `take` was final.
    * `cost` is the call's estimate: what it takes from the token and request buckets on the path.
+   * `effective` is the call's effective class (aging included; default `rank`): the fleet leaves
+   * room on the lane for better waiters of other processes before granting it.
    */
-  confirm?(path: Path, rank: Rank, from?: number, cost?: number): Promise<boolean>;
+  confirm?(path: Path, rank: Rank, from?: number, cost?: number, effective?: number): Promise<boolean>;
   /**
    * A fleet store only: gives back locally what a refused `confirm` took (its concurrency slots;
    * `confirm` itself has already given the buckets back and set them to the fleet's levels).
@@ -95,6 +97,19 @@ export interface Store {
   useClock?(clock: Clock): void;
   /** A fleet store only: tells the other processes a pod's new adaptive state (a cut, a breaker change). */
   sharePod?(id: string, state: SharedPodState): void;
+  /**
+   * A fleet store only: the ids of the pods this process serves. The store reads the kept state
+   * of each one it has not met yet (now if started, at start, and at each heartbeat for pods a
+   * reload added), so a process started after a cut or a trip starts from it (`onPodState`).
+   */
+  watchPods?(source: () => Iterable<string>): void;
+  /**
+   * A fleet store only: where this process's waiting calls are counted per lane budget and
+   * effective class, for the advertisement other processes' grants read (priority across them).
+   */
+  watchWaiters?(source: () => Iterable<[Budget, [number, number, number]]>): void;
+  /** A fleet store only: this process's waiters changed (coalesced to one write per event-loop turn). */
+  waitersChanged?(): void;
   /** A fleet store only: another process changed a pod's adaptive state. */
   readonly onPodState?: Event<{ id: string; state: SharedPodState }>;
   /** A fleet store only: other processes may have freed room (re-run a pass). */

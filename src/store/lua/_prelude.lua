@@ -56,3 +56,26 @@ local function bucket_store(key, level, cap, now)
   local full_in = math.ceil((cap - level) * MINUTE_MS / cap) + 1000
   redis.call('PEXPIRE', key, full_in)
 end
+
+-- Waiters the other live replicas advertise on a lane budget ({P}:w:<budget> hash: replica id ->
+-- "interactive default bulk" counts, effective classes) of a class strictly better than `rank`
+-- (0 = interactive). Fields of dead replicas are dropped on the way, like their counts.
+local function better_waiting(replicas_key, key, replica, rank, now)
+  local fields = redis.call('HGETALL', key)
+  local sum = 0
+  for i = 1, #fields, 2 do
+    local other = fields[i]
+    if other ~= replica then
+      if alive(replicas_key, other, now) then
+        local class = 0
+        for n in string.gmatch(fields[i + 1], '%d+') do
+          if class < rank then sum = sum + tonumber(n) end
+          class = class + 1
+        end
+      else
+        redis.call('HDEL', key, other)
+      end
+    end
+  end
+  return sum
+end

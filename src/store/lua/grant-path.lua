@@ -9,27 +9,39 @@
 -- ARGV[2], ARGV[3]           c, b
 -- ARGV[4..c+3]               each concurrency budget's limit for this call
 -- ARGV[c+4..c+2b+3]          each bucket's capacity, then the amount this call takes from it
+-- Optionally (priority across replicas): KEYS[#KEYS] the waiters hash of the first concurrency
+-- budget (the lane's, `{P}:w:<budget>`) and ARGV[c+2b+4] this call's effective class (0 =
+-- interactive). Then the first budget also refuses when its calls in flight plus the waiters
+-- other live replicas advertise there with a strictly better class reach its limit: room is
+-- left for them.
 -- Returns { 1 when granted, or -i when the i-th budget (concurrency, then buckets, then pauses,
 --           1-based) had no room; then for each concurrency budget the calls the other live
 --           replicas hold on it; each bucket's level after this call (a string); each pause's
---           ms left (0 when none) }.
+--           ms left (0 when none); with the waiters hash, last, those better waiters }.
 -- Error SLUICE_UNKNOWN_REPLICA as grant.lua.
 local replicas_key = KEYS[1]
 local replica = ARGV[1]
 local c = tonumber(ARGV[2])
 local b = tonumber(ARGV[3])
+local ranked = #ARGV == c + 2 * b + 4
+local rank = ranked and tonumber(ARGV[#ARGV]) or 0
+local last_pause = #KEYS
+if ranked then last_pause = #KEYS - 1 end
 local now = now_ms()
 if not alive(replicas_key, replica, now) then
   return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
 end
 local reply = { 1 }
 local full = 0
+local better = 0
+if ranked and c > 0 then better = better_waiting(replicas_key, KEYS[#KEYS], replica, rank, now) end
 for i = 1, c do
   local key = KEYS[i + 1]
   local mine = tonumber(redis.call('HGET', key, replica) or '0')
   local total = inflight(replicas_key, key, now)
   reply[i + 1] = total - mine
   if full == 0 and total >= tonumber(ARGV[i + 3]) then full = i end
+  if full == 0 and i == 1 and total + better >= tonumber(ARGV[4]) then full = 1 end
 end
 local levels = {}
 for j = 1, b do
@@ -39,7 +51,7 @@ for j = 1, b do
   if full == 0 and levels[j] < amount then full = c + j end
 end
 local pauses = {}
-for p = 1, #KEYS - c - b - 1 do
+for p = 1, last_pause - c - b - 1 do
   local left = redis.call('PTTL', KEYS[c + b + p + 1])
   if left < 0 then left = 0 end
   pauses[p] = left
@@ -59,4 +71,5 @@ else
 end
 for j = 1, b do reply[c + j + 1] = tostring(levels[j]) end
 for p = 1, #pauses do reply[c + b + p + 1] = pauses[p] end
+if ranked then reply[c + b + #pauses + 2] = better end
 return reply

@@ -1,0 +1,34 @@
+-- Advertises how many waiters this replica has on lane budgets, per effective class, so the
+-- other replicas' grants leave room for better ones (priority across replicas, DESIGN §5).
+-- KEYS[1..n]   waiter hashes {P}:w:<budget>: replica id -> "interactive default bulk"
+-- ARGV[1]      replica id
+-- ARGV[2]      channel to publish on when waiters left ('' for none)
+-- ARGV[3]      ms the hash lives without a write (the lease TTL: the heartbeat re-writes it)
+-- ARGV[4..n+3] this replica's counts on each hash, '' when none waits there (the field goes)
+-- Publishes "replica\nkey…" of the hashes whose total went down: a replica that left room for
+-- those waiters looks again. Dead replicas' fields are ignored (and dropped) by the grant script.
+local replica = ARGV[1]
+local ttl = tonumber(ARGV[3])
+local function total(counts)
+  local sum = 0
+  if counts then
+    for n in string.gmatch(counts, '%d+') do sum = sum + tonumber(n) end
+  end
+  return sum
+end
+local fewer = {}
+for i = 1, #KEYS do
+  local old = redis.call('HGET', KEYS[i], replica)
+  local new = ARGV[i + 3]
+  if new == '' then
+    redis.call('HDEL', KEYS[i], replica)
+  else
+    redis.call('HSET', KEYS[i], replica, new)
+    redis.call('PEXPIRE', KEYS[i], ttl)
+  end
+  if total(new) < total(old) then fewer[#fewer + 1] = KEYS[i] end
+end
+if ARGV[2] ~= '' and #fewer > 0 then
+  redis.call('PUBLISH', ARGV[2], replica .. '\n' .. table.concat(fewer, '\n'))
+end
+return #fewer
