@@ -7,7 +7,7 @@
 import type { ArrivalBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
-import type { Rank } from "./priority.js";
+import { BULK, type Rank } from "./priority.js";
 import { MINUTE_MS } from "./rate-budget.js";
 import { bucketsOf } from "./rate-limits.js";
 import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
@@ -69,16 +69,18 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
 /**
  * The refusal a call with token estimate `cost` gets from its lane's token and request budgets
  * now, or null. Its estimate alone above a bucket's capacity: never fits (Retry-After a full
- * minute: only a smaller request helps). A call that may wait (`canWait`) is refused only when
- * the refill cannot cover it within the lane's queue timeout (Retry-After = that refill time); one
- * that may not, whenever the bucket cannot cover it now. The refill time counts the bucket alone,
- * not the waiters ahead of it: the queue timeout still bounds a wait that runs longer.
+ * minute: only a smaller request helps). A call that may not wait (`canWait` false) is refused
+ * whenever the bucket cannot cover it now. One that may wait, as class `rank`, is refused when the
+ * refill cannot cover it and the waiters queued ahead of it (their estimates, or one request
+ * each) within the lane's queue timeout: Retry-After = that refill time. Waiters of other lanes
+ * sharing an account's bucket are not counted; the queue timeout still bounds their effect.
  */
 export function rateRefusal(
   lane: Lane,
   cost: number,
   nowMs: number,
   canWait: boolean,
+  rank: Rank = BULK,
 ): RateLimitError | null {
   for (const budget of lane.metered) {
     for (const bucket of bucketsOf(budget)) {
@@ -96,11 +98,24 @@ export function rateRefusal(
         );
       if (needed > bucket.perMinute) return refusal(MINUTE_MS, "exceeds_capacity");
       const waitMs = bucket.readyAt(needed) - nowMs;
-      if (waitMs <= 0) continue;
-      if (!canWait) return refusal(waitMs, "no_wait");
+      if (!canWait) {
+        if (waitMs > 0) return refusal(waitMs, "no_wait");
+        continue;
+      }
+      const ahead =
+        bucket.unit === "tokens" ? tokensAhead(lane, rank) : lane.queue.positionForArrival(rank) - 1;
+      const behindOthersMs = ((ahead + needed - bucket.levelAt(nowMs)) * MINUTE_MS) / bucket.perMinute;
+      const coverMs = Math.max(waitMs, behindOthersMs);
       // At the timeout itself the waiter is expired before the pass that would grant it.
-      if (waitMs >= lane.settings.queueTimeoutMs) return refusal(waitMs, "cannot_cover_in_time");
+      if (coverMs >= lane.settings.queueTimeoutMs) return refusal(coverMs, "cannot_cover_in_time");
     }
   }
   return null;
+}
+
+/** The token estimates of the waiters a new arrival of class `rank` queues behind. */
+function tokensAhead(lane: Lane, rank: Rank): number {
+  let sum = 0;
+  for (let r = 0; r <= rank; r++) sum += lane.queuedTokens[r as Rank];
+  return sum;
 }

@@ -45,12 +45,14 @@ export class Grants {
     if (t.key !== null) t.key.queued++;
     t.state = "waiting";
     lane.queue.push(t);
+    lane.queuedTokens[t.rank] += t.tokens;
     if (lane.queue.size === 1) this.waiting.add(lane);
     lane.noteQueue(nowMs);
   }
 
   protected remove(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
     lane.queue.remove(t);
+    lane.queuedTokens[t.rank] -= t.tokens;
     if (lane.queue.size === 0) this.waiting.delete(lane);
     if (t.key !== null && t.key.queued > 0) t.key.queued--;
     lane.noteQueue(nowMs);

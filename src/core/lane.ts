@@ -61,6 +61,11 @@ export class Lane<T extends QueueNode = QueueNode> {
   lanePath!: Path;
   /** One path per pod (aligned with `pods`), or `[lanePath]` when the caller picks the endpoint. */
   paths!: readonly Path[];
+  /**
+   * Token estimates of the waiters queued, by own class: what the waiters ahead of an arrival
+   * will take from the lane's token buckets before it (the can't-cover-in-time rule).
+   */
+  readonly queuedTokens: [number, number, number] = [0, 0, 0];
   /** When the queue last went from empty to non-empty; undefined while empty. */
   queuedSince: number | undefined = undefined;
   /** Re-dispatch budget (DESIGN §1.3) in tenths; a new lane starts full (a dead first pod). */

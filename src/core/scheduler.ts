@@ -124,7 +124,7 @@ export class Scheduler extends Grants {
     nowMs: number,
   ): SluiceError | null {
     if (lane.metered.length > 0) {
-      const rate = rateRefusal(lane, cost, nowMs, true);
+      const rate = rateRefusal(lane, cost, nowMs, true, rank);
       if (rate !== null) return this.refuse(lane, rate);
     }
     const position = lane.queue.positionForArrival(rank);

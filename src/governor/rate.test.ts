@@ -81,6 +81,30 @@ describe("Governor: token budgets (tpm)", () => {
     void ok.catch(() => {});
   });
 
+  test("the waiters queued ahead count: a call the refill covers alone but not after them is refused at once", async () => {
+    const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
+    (await gov.acquire("L", { tokens: 6000 })).release(); // empty: 100 tokens a second
+    const first = gov.acquire("L", { tokens: 600 }); // covered in 6 s: waits
+    await flush();
+    assert.equal(gov.snapshot().lanes[0]!.queued, 1);
+    // Alone 400 tokens are covered in 4 s; behind the 600 queued ahead, only in 10 s: the timeout.
+    const second = (await gov.acquire("L", { tokens: 400 }).catch((e) => e)) as RateLimitError;
+    assert.ok(isRateLimitError(second), String(second));
+    assert.deepEqual([second.reason, second.retryAfterMs], ["cannot_cover_in_time", 10_000]);
+    assert.equal(gov.check("L", { tokens: 300 }), undefined, "behind 600: 9 s, within the timeout");
+    // An interactive call queues ahead of bulk waiters: only better or equal classes count.
+    const bulk = gov.acquire("L", { tokens: 300, priority: "bulk" });
+    await flush();
+    assert.equal(gov.check("L", { tokens: 300, priority: "interactive" }), undefined, "nothing interactive ahead");
+    assert.equal(
+      (gov.check("L", { tokens: 200, priority: "bulk" }) as RateLimitError).reason,
+      "cannot_cover_in_time",
+      "behind 600 + 300: 11 s",
+    );
+    gov.close();
+    for (const p of [first, bulk]) void p.catch(() => {});
+  });
+
   test("check() before the body says the same, and wait: false refuses for lack of tokens now (no_wait)", async () => {
     const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 6000 })).release();
@@ -171,9 +195,12 @@ describe("Governor: token budgets (tpm)", () => {
   test("a waiter past its queue timeout times out, uncharged", async () => {
     const { gov, clock } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 6000 })).release();
-    const p = gov.acquire("L", { tokens: 900 }); // covered in 9 s: it may wait
-    const q = gov.acquire("L", { tokens: 900, priority: "bulk" }); // behind it, covered at 18 s
+    // Each covered in 9 s when it arrives, so both may wait (the interactive call queues ahead
+    // of the bulk one, which counts nothing ahead of it); the bulk call is then covered at 18 s.
+    const q = gov.acquire("L", { tokens: 900, priority: "bulk" });
+    const p = gov.acquire("L", { tokens: 900, priority: "interactive" });
     await flush();
+    assert.equal(gov.snapshot().lanes[0]!.queued, 2);
     clock.advance(9000);
     (await p).release();
     clock.advance(1000);
