@@ -95,7 +95,11 @@ describe("Governor: token budgets (tpm)", () => {
     // An interactive call queues ahead of bulk waiters: only better or equal classes count.
     const bulk = gov.acquire("L", { tokens: 300, priority: "bulk" });
     await flush();
-    assert.equal(gov.check("L", { tokens: 300, priority: "interactive" }), undefined, "nothing interactive ahead");
+    assert.equal(
+      gov.check("L", { tokens: 300, priority: "interactive" }),
+      undefined,
+      "nothing interactive ahead",
+    );
     assert.equal(
       (gov.check("L", { tokens: 200, priority: "bulk" }) as RateLimitError).reason,
       "cannot_cover_in_time",
