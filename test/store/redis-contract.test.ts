@@ -41,6 +41,6 @@ if (missing !== null) {
       await store.start();
       return store;
     },
-    { perKeyBounds: false },
+    { perKeyBounds: false, propertyRuns: 40 },
   );
 }
