@@ -176,7 +176,7 @@ export class Governor {
     captured = null;
     if (signal !== undefined) this.#waiters.listenForAbort(t, signal);
     // A fleet store confirms even a grant made on arrival before the caller gets its lease.
-    if (admitted === "granted") this.#waiters.granted(t);
+    if (admitted === "granted") this.#waiters.granted(t, false);
     else this.#store.waitersChanged?.();
     this.#timer.arm(now);
     return promise;

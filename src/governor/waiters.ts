@@ -23,6 +23,8 @@ const grantChannel = channel("sluice:lease:grant");
 export class Waiters {
   /** Grants being confirmed with the fleet: they still wait (the fleet's waiter counts include them). */
   readonly confirmingNow = new Set<Ticket>();
+  /** Every grant being confirmed: an arrival a pass granted is handed over twice, asked once. */
+  readonly #asking = new Set<Ticket>();
 
   constructor(
     readonly clock: Clock,
@@ -36,10 +38,14 @@ export class Waiters {
     return this.store.confirm !== undefined;
   }
 
-  /** The scheduler granted `t`: with a fleet store confirm first, then hand the caller its lease. */
-  granted(t: Ticket): void {
+  /**
+   * The scheduler granted `t`: with a fleet store confirm first, then hand the caller its lease.
+   * `waited`: it was a waiter (not granted on arrival), so the fleet keeps counting it as waiting
+   * until Redis confirms (the advertisement does not flap while a grant is asked).
+   */
+  granted(t: Ticket, waited = true): void {
     if (this.store.confirm === undefined) this.settle(t, undefined);
-    else this.#confirm(t);
+    else this.#confirm(t, waited);
   }
 
   /** Settles the caller's promise: the lease, or the refusal. */
@@ -102,21 +108,28 @@ export class Waiters {
     return waiting;
   }
 
-  #confirm(t: Ticket): void {
+  #confirm(t: Ticket, waited: boolean): void {
+    // `admit` may grant an arrival in its own pass (the hook) and then report it granted: one ask.
+    if (this.#asking.has(t)) return;
+    this.#asking.add(t);
     const path = t.path!;
     const now = this.clock.now();
     // The effective class (aging included) decides whose waiters the fleet leaves room for.
     const effective = effectiveRank(t.rank, t.arrivedAt, now, t.laneRef.settings.agingMs);
-    this.confirmingNow.add(t);
-    this.store.waitersChanged?.(); // still waiting: counted until the fleet says yes
+    if (waited) {
+      this.confirmingNow.add(t);
+      this.store.waitersChanged?.(); // still waiting: counted until the fleet says yes
+    }
     this.store.confirm!(path, t.rank, 0, t.tokens, effective).then(
       (ok) => {
+        this.#asking.delete(t);
         this.confirmingNow.delete(t);
         const now = this.clock.now();
         if (t.state !== "granted" || t.path !== path) return;
         const signal = t.abort?.signal;
         if (!ok) {
           this.scheduler.requeue(t, now);
+          if (!waited) this.store.waitersChanged?.(); // an arrival refused by the fleet waits now
           // An abort while the fleet was asked found nothing to cancel (the ticket was granted):
           // honour it now, or the requeued waiter would outlive its caller.
           if (signal?.aborted && this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
@@ -132,6 +145,7 @@ export class Waiters {
         this.settle(t, undefined);
       },
       (error: unknown) => {
+        this.#asking.delete(t);
         this.confirmingNow.delete(t);
         const now = this.clock.now();
         this.scheduler.requeue(t, now);

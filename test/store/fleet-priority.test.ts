@@ -115,4 +115,28 @@ describe("priority across replicas", () => {
     granted!.release();
     redis.disconnect();
   });
+
+  test("an interactive arrival granted the reserve slot past waiting bulk calls is confirmed once", async (t) => {
+    const redis = await redisOrSkip(t);
+    if (redis === null) return;
+    const prefix = uniquePrefix();
+    const a = await replica(prefix, "a", {
+      lanes: { chat: { limit: 2, reserve: 1, queueLimit: 10, queueTimeoutMs: 10_000 } },
+    });
+    const bulk = await a.gov.acquire("chat", { priority: "bulk" });
+    const waiting = a.gov.acquire("chat", { priority: "bulk" }); // the free slot is the reserve
+    await until(
+      "the bulk call advertised",
+      async () => (await redis.hget(`{${prefix}}:w:lane:chat`, "a")) === "0 0 1",
+    );
+    // admit's own pass grants this arrival; the Governor must not ask the fleet a second time.
+    const interactive = await a.gov.acquire("chat", { priority: "interactive" });
+    await a.store.heartbeat(); // every grant asked before it has been answered
+    assert.equal(await redis.hget(`{${prefix}}:b:lane:chat`, "a"), "2", "Redis counts the 2 calls once each");
+    assert.equal(a.gov.snapshot().lanes[0]!.inflight, 2);
+    bulk.release();
+    interactive.release(); // the bulk waiter fits once the reserve's call is gone too
+    (await waiting).release();
+    redis.disconnect();
+  });
 });
