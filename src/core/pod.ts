@@ -138,6 +138,13 @@ export class Pod implements Budget {
       this.width = AimdWidth.fromJSON(state.width);
     const breaker = { ...state.breaker };
     if (breaker.kind === "open") breaker.openedAt += nowMs;
+    // `probeInFlight` is this process's own probe. Another process's probe holds a call on the
+    // pod, which the fleet counts (one probe fleet-wide); copying its flag would leave this
+    // process waiting for ever if that process died with its probe out.
+    if (breaker.kind === "half_open") {
+      const own = this.breaker.state;
+      breaker.probeInFlight = own.kind === "half_open" && own.probeInFlight;
+    }
     this.breaker = Breaker.fromJSON(breaker, this.#breakerOptions, this.#random, this.#onBreakerChange);
     this.quotaUntil = Math.max(this.quotaUntil, nowMs + state.quotaLeftMs);
     this.pausedUntil = Math.max(this.pausedUntil, this.quotaUntil);

@@ -108,3 +108,48 @@ test("one probe reaches a shared pod when its cooldown ends on two replicas, the
   pod.close();
   redis.disconnect();
 });
+
+test("a replica whose probe holds the pod dies: another replica probes once its lease expires", async (t) => {
+  const redis = await redisOrSkip(t);
+  if (redis === null) return;
+  const pod = await heldPod();
+  const prefix = uniquePrefix();
+  const options: GovernorOptions = {
+    lanes: {
+      chat: {
+        limit: 8,
+        queueTimeoutMs: 10_000,
+        pods: [{ id: pod.url, maxInflight: 8 }],
+        adaptive: false,
+        breaker: { failThreshold: 1, baseCooldownMs: 400, maxCooldownMs: 400 },
+      },
+    },
+  };
+  const make = async (replica: string, clock: ManualClock) => {
+    const store = new RedisStore({ url: REDIS_URL, prefix, replica, leaseTtlMs: 300 });
+    stores.push(store);
+    await store.start();
+    return { store, gov: new Governor({ ...options, store, clock }) };
+  };
+  const clockA = new ManualClock(1_000_000);
+  const clockB = new ManualClock(5_000_000);
+  const { store: storeA, gov: a } = await make("a", clockA);
+  const { gov: b } = await make("b", clockB);
+  (await a.acquire("chat")).failed({ status: 503 });
+  await until("b sees the pod open", () => b.isTripped(pod.url));
+  const call = (gov: Governor) => gov.run("chat", async () => (await fetch(pod.url)).text());
+  const fromA = call(a).catch(() => "a gone");
+  const fromB = call(b);
+  clockA.advance(600); // a's cooldown ends first: a sends the probe (held by the pod)
+  await until("a's probe reaches the pod", () => pod.received() >= 1);
+  await until("b heard a's half-open state", () => b.snapshot().pods[0]!.breaker === "half_open");
+  clockB.advance(600); // b's cooldown ends too: a's probe holds the pod, so b waits
+  await storeA.close(); // a dies with its probe out: no release, no heartbeat
+  await until("b probes once a's lease has expired", () => pod.received() === 2);
+  pod.answer();
+  assert.equal(await fromB, "ok");
+  assert.equal(b.snapshot().pods[0]!.breaker, "closed");
+  await fromA;
+  pod.close();
+  redis.disconnect();
+});
