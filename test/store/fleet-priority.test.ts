@@ -105,6 +105,7 @@ describe("priority across replicas", () => {
     void b.gov.acquire("chat", { priority: "interactive" }).catch(() => {});
     await until("b advertises", async () => (await redis.hget(waitKey, "b")) === "1 0 0");
     await b.store.close(); // b dies: no heartbeat, its advertisement stays in Redis
+    b.gov.close(); // (and its queue timer with it, so the test process ends at once)
     let granted: Lease | undefined;
     void a.gov.acquire("chat", { priority: "bulk" }).then((l) => {
       granted = l;
