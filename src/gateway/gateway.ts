@@ -19,6 +19,7 @@ import { Authenticator } from "./auth.js";
 import { BufferBudget } from "./buffer-budget.js";
 import { type GatewayParts, RequestContext } from "./context.js";
 import { CountedResponse } from "./counted-response.js";
+import { loadTokenizer } from "./estimate.js";
 import { governorOptions } from "./governor-config.js";
 import { HttpError, sendJson } from "./http-error.js";
 import { meteredModels } from "./metered.js";
@@ -320,6 +321,7 @@ export class Gateway {
     this.#shadows.clear();
     this.#metered.clear();
     for (const name of meteredModels(config)) this.#metered.add(name);
+    if (this.#metered.size > 0) loadTokenizer(); // at start or reload, not on a request
     const now = Math.floor(Date.now() / 1000);
     for (const m of config.models) {
       this.#models.set(m.name, m);
