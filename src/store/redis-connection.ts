@@ -15,6 +15,7 @@
  */
 import { createRequire } from "node:module";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
+import { ConfigError } from "../core/errors.js";
 
 /**
  * ioredis, loaded when the first fleet connection is made: a gateway on the memory store (the
@@ -22,7 +23,6 @@ import type { Cluster, Redis, RedisOptions } from "ioredis";
  */
 const ioredis = (): { Redis: typeof Redis; Cluster: typeof Cluster } =>
   createRequire(import.meta.url)("ioredis") as { Redis: typeof Redis; Cluster: typeof Cluster };
-import { ConfigError } from "../core/errors.js";
 
 /** What the fleet store needs of a connection: one server's (or Sentinel's) client, or a Cluster's. */
 export type FleetConnection = Redis | Cluster;
