@@ -109,15 +109,16 @@ describe("fleet mode: two gateway processes on one Redis", { timeout: 60_000 }, 
     );
     try {
       let stderr = "";
+      // Both workers have said they listen (each starts on its own; on a busy machine the
+      // second can take seconds, so the test waits for its line, not for a fixed time).
       const url = await new Promise<string>((resolve, reject) => {
         workers.stderr!.on("data", (chunk: Buffer) => {
           stderr += chunk.toString();
           const m = /listening on (http:\/\/\S+)/.exec(stderr);
-          if (m) resolve(m[1]!);
+          if (m && stderr.match(/listening on/g)!.length >= 2) resolve(m[1]!);
         });
         workers.once("exit", (code) => reject(new Error(`exited (${code}):\n${stderr}`)));
       });
-      await new Promise((r) => setTimeout(r, 500)); // the second worker
       assert.equal(stderr.match(/listening on/g)?.length, 2, "two workers listening");
       sim.resetStats();
       const statuses = await Promise.all(Array.from({ length: 24 }, (_, i) => chat(url, 300 + i)));
