@@ -78,9 +78,10 @@ describe("three pods: one refuses past its real capacity, one dies and comes bac
     }
     // Once narrowed, a pod is probed above its breaking point once per 8 round trips; the rare
     // refusal is re-dispatched while the budget lasts. Measured here: 0–8 of 600 get the pod's
-    // 503 (more on a loaded machine, where round trips stretch); the bound leaves room for that.
+    // 503 (more on a loaded machine, where round trips stretch: 19 in a clean-clone CI run); the
+    // bound (95 %) leaves room for that while a pod that kept refusing would fail it.
     const steady = await load(stack, 600, 24);
-    assert.ok((steady.get(200) ?? 0) >= 582, `steady state: ${JSON.stringify([...steady])}`);
+    assert.ok((steady.get(200) ?? 0) >= 570, `steady state: ${JSON.stringify([...steady])}`);
   });
 
   test("a dead pod is isolated by its breaker and the others carry the load", async () => {
