@@ -9,51 +9,19 @@ import { after, describe, test } from "node:test";
 import { StoreUnavailableError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
-import { freePort, hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+import type { OnStoreError } from "../../src/store/redis.js";
+import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
-const servers: RedisProcess[] = [];
-const stores: RedisStore[] = [];
-after(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  await Promise.all(servers.map((s) => s.stop()));
-});
+const fixture = new OutageFixture();
+after(() => fixture.close());
 
 async function setup(policy: OnStoreError) {
-  const server = new RedisProcess(await freePort());
-  servers.push(server);
-  await server.start();
-  const store = new RedisStore({
-    url: server.url,
-    prefix: uniquePrefix(),
-    replica: "r1",
-    leaseTtlMs: 600,
-    onStoreError: policy,
-    expectedReplicas: 2,
-  });
-  stores.push(store);
-  await store.start();
+  const { server, store } = await fixture.start(policy);
   const gov = new Governor({
     store,
     lanes: { chat: { limit: 4, reserve: 0, queueLimit: 8, queueTimeoutMs: 2000 } },
   });
   return { server, store, gov };
-}
-
-const skipWithout = (t: { skip(m: string): void }): boolean => {
-  if (hasRedisServer()) return false;
-  if (process.env.CI === "true") throw new Error("CI needs redis-server on the PATH for the outage tests");
-  t.skip("no redis-server on the PATH: the outage tests start their own");
-  return true;
-};
-
-/** Heartbeats until the store is connected again (ioredis reconnects with a short backoff). */
-async function backUp(store: RedisStore): Promise<void> {
-  for (let i = 0; i < 60 && store.status().mode !== "connected"; i++) {
-    await store.heartbeat();
-    if (store.status().mode !== "connected") await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.equal(store.status().mode, "connected", "back within a few heartbeats");
 }
 
 const settled = async (p: Promise<Lease>, ms = 1500) =>
@@ -67,7 +35,7 @@ const settled = async (p: Promise<Lease>, ms = 1500) =>
 
 describe("fleet store outage", { timeout: 30_000 }, () => {
   test("closed: a new call is refused at once with store_unavailable while Redis is down, and served when it is back", async (t) => {
-    if (skipWithout(t)) return;
+    if (skipWithoutRedisServer(t)) return;
     const { server, store, gov } = await setup("closed");
     (await gov.acquire("chat")).release();
     let errors = 0;
@@ -78,14 +46,14 @@ describe("fleet store outage", { timeout: 30_000 }, () => {
     assert.equal(store.status().mode, "closed");
     assert.ok(errors >= 1, "the failed round trip was counted");
     await server.start();
-    await backUp(store);
+    await untilConnected(store);
     const served = await settled(gov.acquire("chat"));
     assert.ok("lease" in served, "served again once Redis is back");
     served.lease.release();
   });
 
   test("local: each limit is divided by the expected replicas and calls go on", async (t) => {
-    if (skipWithout(t)) return;
+    if (skipWithoutRedisServer(t)) return;
     const { server, store, gov } = await setup("local");
     await server.stop();
     const held: Lease[] = [];
@@ -111,14 +79,14 @@ describe("fleet store outage", { timeout: 30_000 }, () => {
     for (const l of held) l.release();
     (await waiting).release(); // granted from the local share once the two above were released
     await server.start();
-    await backUp(store);
+    await untilConnected(store);
     const back = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));
     assert.equal(back.length, 4, "the whole limit again once Redis is back");
     for (const l of back) l.release();
   });
 
   test("open: the fleet bound is dropped while Redis is down (the lane's own limit still holds)", async (t) => {
-    if (skipWithout(t)) return;
+    if (skipWithoutRedisServer(t)) return;
     const { server, store, gov } = await setup("open");
     await server.stop();
     const leases = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));

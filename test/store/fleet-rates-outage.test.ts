@@ -8,31 +8,15 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { StoreUnavailableError } from "../../src/core/errors.js";
 import { Governor } from "../../src/governor/governor.js";
-import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
-import { freePort, hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+import type { OnStoreError } from "../../src/store/redis.js";
+import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
 const TPM = 6000;
-const servers: RedisProcess[] = [];
-const stores: RedisStore[] = [];
-after(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  await Promise.all(servers.map((s) => s.stop()));
-});
+const fixture = new OutageFixture();
+after(() => fixture.close());
 
 async function setup(policy: OnStoreError) {
-  const server = new RedisProcess(await freePort());
-  servers.push(server);
-  await server.start();
-  const store = new RedisStore({
-    url: server.url,
-    prefix: uniquePrefix(),
-    replica: "r1",
-    leaseTtlMs: 600,
-    onStoreError: policy,
-    expectedReplicas: 2,
-  });
-  stores.push(store);
-  await store.start();
+  const { server, store } = await fixture.start(policy);
   const gov = new Governor({
     store,
     lanes: { chat: { limit: 8, reserve: 0, queueLimit: 8, queueTimeoutMs: 60_000, tpm: TPM } },
@@ -41,16 +25,9 @@ async function setup(policy: OnStoreError) {
   return { server, store, gov, bucket };
 }
 
-const skipWithout = (t: { skip(m: string): void }): boolean => {
-  if (hasRedisServer()) return false;
-  if (process.env.CI === "true") throw new Error("CI needs redis-server on the PATH for the outage tests");
-  t.skip("no redis-server on the PATH: the outage tests start their own");
-  return true;
-};
-
 describe("token budgets during a fleet store outage", { timeout: 30_000 }, () => {
   test("local: each bucket keeps capacity ÷ expected replicas, and what it reserved is charged to Redis when it is back", async (t) => {
-    if (skipWithout(t)) return;
+    if (skipWithoutRedisServer(t)) return;
     const { server, store, gov, bucket } = await setup("local");
     await server.stop();
     await store.heartbeat(); // the failed round trip enters the outage policy
@@ -62,11 +39,7 @@ describe("token budgets during a fleet store outage", { timeout: 30_000 }, () =>
 
     await server.start(); // empty: the fleet's bucket starts full again
     const back = performance.now();
-    for (let i = 0; i < 60 && store.status().mode !== "connected"; i++) {
-      await store.heartbeat();
-      if (store.status().mode !== "connected") await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.equal(store.status().mode, "connected");
+    await untilConnected(store);
     await store.heartbeat(); // re-reads the fleet's level, after the owed settlement
     const refill = ((performance.now() - back) * TPM) / 60_000;
     assert.equal(bucket().per_minute, TPM, "the configured capacity again");
@@ -76,7 +49,7 @@ describe("token budgets during a fleet store outage", { timeout: 30_000 }, () =>
   });
 
   test("closed: a call is refused with store_unavailable and its local reservation is given back in full", async (t) => {
-    if (skipWithout(t)) return;
+    if (skipWithoutRedisServer(t)) return;
     const { server, gov, bucket } = await setup("closed");
     assert.equal(bucket().available, TPM);
     await server.stop();
