@@ -49,30 +49,47 @@ async function heldPod() {
   };
 }
 
-test("one probe reaches a shared pod when its cooldown ends on two replicas, then both serve", async (t) => {
-  const redis = await redisOrSkip(t);
-  if (redis === null) return;
-  const pod = await heldPod();
-  const prefix = uniquePrefix();
+/**
+ * A replica (its own store, one prefix) whose lane's one pod opens its breaker on the first
+ * failure and cools down for 400 ms.
+ */
+async function replicaOf(
+  podUrl: string,
+  prefix: string,
+  replica: string,
+  clock: ManualClock,
+  leaseTtlMs?: number,
+) {
+  const store = new RedisStore({
+    url: REDIS_URL,
+    prefix,
+    replica,
+    ...(leaseTtlMs === undefined ? {} : { leaseTtlMs }),
+  });
+  stores.push(store);
+  await store.start();
   const options: GovernorOptions = {
     lanes: {
       chat: {
         limit: 8,
         queueTimeoutMs: 10_000,
-        pods: [{ id: pod.url, maxInflight: 8 }],
+        pods: [{ id: podUrl, maxInflight: 8 }],
         adaptive: false,
         breaker: { failThreshold: 1, baseCooldownMs: 400, maxCooldownMs: 400 },
       },
     },
   };
+  return { store, gov: new Governor({ ...options, store, clock }) };
+}
+
+test("one probe reaches a shared pod when its cooldown ends on two replicas, then both serve", async (t) => {
+  const redis = await redisOrSkip(t);
+  if (redis === null) return;
+  const pod = await heldPod();
+  const prefix = uniquePrefix();
   // Manual clocks: both cooldowns end in one step, before either replica can hear the other's
   // half-open state (the race pub/sub alone loses).
-  const make = async (replica: string, clock: ManualClock) => {
-    const store = new RedisStore({ url: REDIS_URL, prefix, replica });
-    stores.push(store);
-    await store.start();
-    return { store, gov: new Governor({ ...options, store, clock }) };
-  };
+  const make = (replica: string, clock: ManualClock) => replicaOf(pod.url, prefix, replica, clock);
   const clockA = new ManualClock(1_000_000);
   const clockB = new ManualClock(5_000_000);
   const { store: storeA, gov: a } = await make("a", clockA);
@@ -114,23 +131,7 @@ test("a replica whose probe holds the pod dies: another replica probes once its 
   if (redis === null) return;
   const pod = await heldPod();
   const prefix = uniquePrefix();
-  const options: GovernorOptions = {
-    lanes: {
-      chat: {
-        limit: 8,
-        queueTimeoutMs: 10_000,
-        pods: [{ id: pod.url, maxInflight: 8 }],
-        adaptive: false,
-        breaker: { failThreshold: 1, baseCooldownMs: 400, maxCooldownMs: 400 },
-      },
-    },
-  };
-  const make = async (replica: string, clock: ManualClock) => {
-    const store = new RedisStore({ url: REDIS_URL, prefix, replica, leaseTtlMs: 300 });
-    stores.push(store);
-    await store.start();
-    return { store, gov: new Governor({ ...options, store, clock }) };
-  };
+  const make = (replica: string, clock: ManualClock) => replicaOf(pod.url, prefix, replica, clock, 300);
   const clockA = new ManualClock(1_000_000);
   const clockB = new ManualClock(5_000_000);
   const { store: storeA, gov: a } = await make("a", clockA);
