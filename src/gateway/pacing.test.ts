@@ -7,6 +7,7 @@ import {
   MIN_EARLY_RETRIES,
   noteRefusal,
   onPacingStart,
+  type PacedRequest,
   type PacingStart,
   SAMPLE_MS,
   setLoopSaturation,
@@ -15,12 +16,19 @@ import {
 /** Only the socket's identity matters to the pacing: it keys a WeakMap. */
 const socket = () => ({}) as Socket;
 
+/** A request on `s`: the same arguments make the same request (a retry). */
+function on(s: Socket | null, url = "/v1/chat/completions", length = "120", key?: string): PacedRequest {
+  const headers: PacedRequest["headers"] = { "content-length": length };
+  if (key !== undefined) headers["idempotency-key"] = key;
+  return { socket: s as Socket, method: "POST", url, headers };
+}
+
 describe("pacing of early retries", () => {
   test("a connection never refused is never held", () => {
     const restore = setLoopSaturation(() => true);
     try {
-      assert.equal(holdUntil(socket(), 0, 0), 0);
-      assert.equal(holdUntil(null, 0, 0), 0);
+      assert.equal(holdUntil(on(socket()), 0, 0), 0);
+      assert.equal(holdUntil(on(null), 0, 0), 0);
     } finally {
       setLoopSaturation(restore);
     }
@@ -28,12 +36,28 @@ describe("pacing of early retries", () => {
 
   test("a retry before Retry-After is held until it while the loop is saturated, and answered at once when not", () => {
     const s = socket();
-    noteRefusal(s, 1000, 1200);
+    noteRefusal(on(s), 1000, 1200);
     const restore = setLoopSaturation(() => true);
     try {
-      assert.equal(holdUntil(s, 1210, 1211), 2200, "held until 1000 + 1200");
+      assert.equal(holdUntil(on(s), 1210, 1211), 2200, "held until 1000 + 1200");
       setLoopSaturation(() => false);
-      assert.equal(holdUntil(s, 1210, 1211), 0, "the loop keeps up: at once");
+      assert.equal(holdUntil(on(s), 1210, 1211), 0, "the loop keeps up: at once");
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("another request on the connection (a pooled client's next call) is answered at once; the same one again is held", () => {
+    const s = socket();
+    noteRefusal(on(s, "/ocr/pages-123", "4096"), 1000, 1200);
+    const restore = setLoopSaturation(() => true);
+    try {
+      assert.equal(holdUntil(on(s, "/ocr/pages-124", "4096"), 1210, 1211), 0, "another URL");
+      assert.equal(holdUntil(on(s, "/ocr/pages-123", "4097"), 1210, 1211), 0, "another length");
+      assert.equal(holdUntil(on(s, "/ocr/pages-123", "4096"), 1210, 1211), 2200, "the same request");
+      noteRefusal(on(s, "/v1/chat/completions", "120", "call-1"), 1000, 1200);
+      assert.equal(holdUntil(on(s, "/v1/chat/completions", "120", "call-2"), 1210, 1211), 0, "another key");
+      assert.equal(holdUntil(on(s, "/v1/chat/completions", "120", "call-1"), 1210, 1211), 2200, "the same key");
     } finally {
       setLoopSaturation(restore);
     }
@@ -41,12 +65,12 @@ describe("pacing of early retries", () => {
 
   test("a retry at or after Retry-After, or one whose hold has already passed, is answered at once", () => {
     const s = socket();
-    noteRefusal(s, 1000, 1200);
+    noteRefusal(on(s), 1000, 1200);
     const restore = setLoopSaturation(() => true);
     try {
-      assert.equal(holdUntil(s, 2200, 2200), 0, "came back when told");
-      assert.equal(holdUntil(s, 2300, 2301), 0, "came back later");
-      assert.equal(holdUntil(s, 1500, 2200), 0, "arrived early, decided once the time had come");
+      assert.equal(holdUntil(on(s), 2200, 2200), 0, "came back when told");
+      assert.equal(holdUntil(on(s), 2300, 2301), 0, "came back later");
+      assert.equal(holdUntil(on(s), 1500, 2200), 0, "arrived early, decided once the time had come");
     } finally {
       setLoopSaturation(restore);
     }
@@ -56,9 +80,9 @@ describe("pacing of early retries", () => {
     const s = socket();
     const restore = setLoopSaturation(() => true);
     try {
-      noteRefusal(s, 1000, 1000);
-      noteRefusal(s, 2000, 1500);
-      assert.equal(holdUntil(s, 2600, 2600), 3500);
+      noteRefusal(on(s), 1000, 1000);
+      noteRefusal(on(s), 2000, 1500);
+      assert.equal(holdUntil(on(s), 2600, 2600), 3500);
     } finally {
       setLoopSaturation(restore);
     }
@@ -66,11 +90,11 @@ describe("pacing of early retries", () => {
 
   test("a hold lasts at most MAX_HOLD_MS, however long the Retry-After (a breaker's cooldown)", () => {
     const s = socket();
-    noteRefusal(s, 1000, 60_000);
+    noteRefusal(on(s), 1000, 60_000);
     const restore = setLoopSaturation(() => true);
     try {
       assert.equal(MAX_HOLD_MS, 1000);
-      assert.equal(holdUntil(s, 1005, 1006), 1006 + MAX_HOLD_MS);
+      assert.equal(holdUntil(on(s), 1005, 1006), 1006 + MAX_HOLD_MS);
     } finally {
       setLoopSaturation(restore);
     }
@@ -84,10 +108,10 @@ describe("pacing of early retries", () => {
     try {
       const s = socket();
       const t0 = performance.now();
-      noteRefusal(s, t0, 60_000);
+      noteRefusal(on(s), t0, 60_000);
       let retries = 0;
       for (let now = t0; now - t0 < 3 * SAMPLE_MS; now = performance.now()) {
-        holdUntil(s, now, now);
+        holdUntil(on(s), now, now);
         retries++;
       }
       assert.ok(retries > 3 * MIN_EARLY_RETRIES, `${retries} early retries`);

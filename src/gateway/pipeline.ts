@@ -45,7 +45,7 @@ export async function runPhases(ctx: RequestContext, gw: GatewayParts): Promise<
     // The metrics count each refusal object once, whether the Governor reported it or not.
     if (error instanceof HttpError || isSluiceError(error)) ctx.refused = error;
     if (isSluiceError(error) && ctx.lease === undefined) {
-      const until = holdUntil(ctx.req.socket, ctx.started, performance.now());
+      const until = holdUntil(ctx.req, ctx.started, performance.now());
       if (until > 0 && !(await held(ctx, gw, until))) return;
     }
     sendError(ctx.res, error, ctx.id, gw.log, gw.governor, ctx.lane, ctx.priority);

@@ -142,7 +142,7 @@ export function sendRefusal(
   const n = numbersOf(error, lane);
   // The header, the ms header and the body carry the same jittered value.
   const retryMs = jitteredRetryAfterMs(retryAfterOf(error));
-  noteRefusal(res.socket, performance.now(), retryMs);
+  noteRefusal(res.req, performance.now(), retryMs);
   const body = refusalBody(error.code, wireMessage(error), n, retryMs);
   // A flat [name, value, …] list: writeHead takes it without building and walking an object,
   // which matters on the refusal path (thousands a second under overload).

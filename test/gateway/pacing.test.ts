@@ -26,9 +26,9 @@ import {
   waitFor,
 } from "./helpers.js";
 
-/** One keep-alive chat request for `lane`, as raw bytes. */
-function request(lane: string): string {
-  const body = chatBody(lane);
+/** One keep-alive chat request for `lane`, as raw bytes; another `prompt` makes another request. */
+function request(lane: string, prompt = "hello"): string {
+  const body = chatBody(lane, prompt);
   return `POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
@@ -92,6 +92,25 @@ describe("retry storms: early retries while the loop is saturated", SUITE, () =>
     assert.equal(error.retry_after_ms, Number(second.headers["retry-after-ms"]));
     a.socket.destroy();
     b.socket.destroy();
+  });
+
+  test("a pooled client's next call on a refused connection is not a retry: it is answered at once", async () => {
+    const a = await rawConnect(stack.port, request("full", "page 1"));
+    const first = await answerAfter(a, 0);
+    assert.equal(first.status, 429);
+    const sentAt = performance.now();
+    a.socket.write(request("full", "page 12")); // the next call, before Retry-After
+    const next = await answerAfter(a, first.end);
+    const tookMs = performance.now() - sentAt;
+    assert.equal(next.status, 429);
+    // Held, it would come at the first refusal's Retry-After (≥ 1 s after it was sent).
+    assert.ok(tookMs < Number(first.headers["retry-after-ms"]) / 2, `answered after ${tookMs.toFixed(0)} ms`);
+    a.socket.write(request("full", "page 12")); // now the same request again: a retry
+    await delay(100);
+    assert.equal(a.received().length, next.end, "the retry is held");
+    const third = await answerAfter(a, next.end);
+    assert.equal(third.status, 429);
+    a.socket.destroy();
   });
 
   test("a client that leaves while its refusal is held gets nothing, and nothing stays counted", async () => {

@@ -41,7 +41,7 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean | Promise<
     const mode = ctx.model !== null ? ctx.model.mode : gw.config.admission.mode;
     if (mode === "enforce") {
       ctx.refused = refusal;
-      const until = holdUntil(ctx.req.socket, ctx.started, performance.now());
+      const until = holdUntil(ctx.req, ctx.started, performance.now());
       if (until > 0) return heldRefusal(ctx, gw, refusal, until);
       refuseBeforeBody(ctx, gw, refusal);
       return false;
