@@ -57,7 +57,11 @@ describe("pacing of early retries", () => {
       assert.equal(holdUntil(on(s, "/ocr/pages-123", "4096"), 1210, 1211), 2200, "the same request");
       noteRefusal(on(s, "/v1/chat/completions", "120", "call-1"), 1000, 1200);
       assert.equal(holdUntil(on(s, "/v1/chat/completions", "120", "call-2"), 1210, 1211), 0, "another key");
-      assert.equal(holdUntil(on(s, "/v1/chat/completions", "120", "call-1"), 1210, 1211), 2200, "the same key");
+      assert.equal(
+        holdUntil(on(s, "/v1/chat/completions", "120", "call-1"), 1210, 1211),
+        2200,
+        "the same key",
+      );
     } finally {
       setLoopSaturation(restore);
     }
