@@ -118,6 +118,7 @@ function sluiceScripts(name: string, hear: boolean): ContenderSpec {
       const replicas = `${tag}:replicas`;
       const budget = `${tag}:b:lane:bench`;
       const channel = `${tag}:released`;
+      const waiting = `${tag}:waiting`;
       const replica = "bench";
       const subscriber = hear ? client(url) : undefined;
       if (subscriber !== undefined) {
@@ -134,7 +135,8 @@ function sluiceScripts(name: string, hear: boolean): ContenderSpec {
         acquire: async () => {
           const reply = (await runScript(c, "grant", [replicas, budget], [replica, limit])) as number[];
           if (reply[0]! < 0) throw new Error("sluice scripts: no room");
-          return () => void runScript(c, "release", [budget], [replica, channel]).catch(() => {});
+          // The store's release: one slot back, published only when another replica waits.
+          return () => void runScript(c, "release", [waiting, budget], [replica, channel, 1]).catch(() => {});
         },
         close: async () => {
           subscriber?.disconnect();

@@ -9,6 +9,7 @@ import type { Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import { Pod } from "../core/pod.js";
 import { INTERACTIVE, type Rank } from "../core/priority.js";
+import { freedBy } from "./fleet-releases.js";
 
 /** A budget whose count the fleet shares (an account's: its calls in flight). */
 type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget;
@@ -46,21 +47,26 @@ export class FleetMirror {
     path: Path,
     rank: Rank,
     from: number,
-  ): { keys: string[]; limits: number[]; budgets: Shared[]; waitKey: string | undefined } {
+  ): { keys: string[]; limits: number[]; spare: number[]; budgets: Shared[]; waitKey: string | undefined } {
     const keys: string[] = [];
     const limits: number[] = [];
+    const spare: number[] = [];
     const budgets: Shared[] = [];
     for (let i = from; i < path.budgets.length; i++) {
       const budget = path.budgets[i]!;
       const key = this.#key(budget);
       if (key === undefined) continue;
+      const mine = this.#mine.get(key) ?? 0;
+      const limit = limitFor(budget as Shared, rank, mine);
       keys.push(key);
-      limits.push(limitFor(budget as Shared, rank, this.#mine.get(key) ?? 0));
+      limits.push(limit);
+      // Room left beyond this call's slot as this process knows the fleet (`FleetReleases.flushFor`).
+      spare.push(limit - (budget as Shared).others - mine - 1);
       budgets.push(budget as Shared);
     }
     const first = path.budgets[0];
     const waitKey = from === 0 && first !== undefined ? this.waitKey(first) : undefined;
-    return { keys, limits, budgets, waitKey: keys[0] === undefined ? undefined : waitKey };
+    return { keys, limits, spare, budgets, waitKey: keys[0] === undefined ? undefined : waitKey };
   }
 
   /** The waiters hash of a lane budget this store shares (`{P}:w:<budget>`), or undefined. */
@@ -150,14 +156,28 @@ export class FleetMirror {
     };
   }
 
-  /** Another replica released one call on each of `keys`; true when one of them is ours. */
-  released(keys: readonly string[]): boolean {
+  /** A message on the waiters channel (`advertise.lua`): true when this replica held back for them. */
+  waitersLeft(message: string, replica: string): boolean {
+    if (message.startsWith(`${replica}\n`)) return false;
     let any = false;
-    for (const key of keys) {
-      this.#heard.set(key, (this.#heard.get(key) ?? 0) + 1);
+    for (const key of message.split("\n").slice(1)) any = this.aheadLeft(key) || any;
+    return any;
+  }
+
+  /** A release message (`release.lua`): true when a budget of this replica's gained room. */
+  releasedBy(message: string, replica: string): boolean {
+    const freed = freedBy(message, replica);
+    return freed !== null && this.released(freed);
+  }
+
+  /** Another replica released `count` calls on each `key`; true when one of them is ours. */
+  released(freed: ReadonlyArray<readonly [key: string, count: number]>): boolean {
+    let any = false;
+    for (const [key, count] of freed) {
+      this.#heard.set(key, (this.#heard.get(key) ?? 0) + count);
       const budget = this.#byKey.get(key);
       if (budget === undefined) continue;
-      budget.others = Math.max(0, budget.others - 1);
+      budget.others = Math.max(0, budget.others - count);
       any = true;
     }
     return any;

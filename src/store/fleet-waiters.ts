@@ -35,6 +35,14 @@ export class FleetWaiters {
     /** The channel a drop in the counts is published on. */
     readonly channel: string,
     readonly ttlMs: number,
+    /** The waiting index (`{P}:waiting`): releases publish only while another replica is in it. */
+    readonly indexKey: string,
+    /**
+     * This replica starts waiting: releases sent before its index entry was written published
+     * nothing, so the fleet's counts are read again. Called right after the advertisement is
+     * sent, on the same connection: Redis runs the read after the entry is in.
+     */
+    readonly startedWaiting: () => void,
   ) {}
 
   /** The Governor's waiting calls, read at each write. */
@@ -78,15 +86,18 @@ export class FleetWaiters {
       }
     if (keys.length === 0) return;
     const before = new Map(this.#sent);
+    const started = before.size === 0 && now.size > 0;
     this.#sent.clear();
     for (const [key, value] of now) this.#sent.set(key, value);
+    const sent = runScript(
+      this.link.client,
+      "advertise",
+      [this.indexKey, ...keys],
+      [this.link.replica, this.channel, this.ttlMs, now.size > 0 ? "1" : "0", ...values],
+    );
+    if (started) this.startedWaiting();
     try {
-      await runScript(this.link.client, "advertise", keys, [
-        this.link.replica,
-        this.channel,
-        this.ttlMs,
-        ...values,
-      ]);
+      await sent;
     } catch {
       // Not written: the next write sends these again (the heartbeat writes all of them).
       this.#sent.clear();

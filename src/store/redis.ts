@@ -9,7 +9,10 @@
  * waits; `confirm` then runs one script over every fleet budget of the path (one round trip,
  * Redis time, all or nothing). A refusal rolls the local take back and refreshes the mirror from
  * the script's answer, so the waiter stays queued until a release somewhere frees room: releases
- * publish the budgets they freed, and every heartbeat re-reads the fleet (the polling fallback).
+ * (batched per event-loop turn, `fleet-releases.ts`) publish the budgets they freed while another
+ * replica waits, and every heartbeat re-reads the fleet (the polling fallback). A replica that
+ * starts waiting re-reads the fleet at once, after its entry in the waiting index: a release that
+ * published nothing because nobody waited yet is in that answer.
  *
  * Crash safety: a replica's counts live under its lease in the replicas set, renewed by one
  * heartbeat every `leaseTtlMs ÷ 3`; a replica killed with SIGKILL stops renewing and its counts
@@ -37,6 +40,7 @@ import { type GrantRequest, runGrant } from "./fleet-grant.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { FleetPods } from "./fleet-pods.js";
 import { type FleetLink, FleetRates } from "./fleet-rates.js";
+import { FleetReleases } from "./fleet-releases.js";
 import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
@@ -67,6 +71,7 @@ export class RedisStore implements Store {
   readonly #accounts: FleetAccounts;
   readonly #pods: FleetPods;
   readonly #waiters: FleetWaiters;
+  readonly #releases: FleetReleases;
   readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
@@ -115,14 +120,22 @@ export class RedisStore implements Store {
     this.#pods = new FleetPods(link, tag, `${tag}:pods`);
     this.onPodState = this.#pods.onState;
     const waitKey = (budget: Budget) => this.#mirror.waitKey(budget);
-    this.#waiters = new FleetWaiters(link, waitKey, `${tag}:waiters`, this.#ttlMs);
+    this.#waiters = new FleetWaiters(link, waitKey, `${tag}:waiters`, this.#ttlMs, `${tag}:waiting`, () =>
+      this.#beat(false),
+    );
+    this.#releases = new FleetReleases(link, `${tag}:waiting`, this.#channel);
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     this.#subscriber.on("error", () => {});
     this.#subscriber.on("message", (channel: string, message: string) => {
       if (channel === this.#pods.channel) this.#pods.receive(message);
-      else if (channel === this.#waiters.channel) this.#waitersLeft(message);
       else if (channel === this.#accounts.channel) this.#accounts.receive(message);
-      else this.#released(message);
+      // Another replica's waiters left budgets this one held back for, or it released: look again.
+      else if (
+        channel === this.#waiters.channel
+          ? this.#mirror.waitersLeft(message, this.replica)
+          : this.#mirror.releasedBy(message, this.replica)
+      )
+        this.#changes.emit();
     });
   }
 
@@ -139,6 +152,7 @@ export class RedisStore implements Store {
   /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    this.#releases.flush();
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
   }
@@ -213,6 +227,9 @@ export class RedisStore implements Store {
     if (fleet.keys.length === 0 && metered === null) return true;
     if (this.#mode === "open" || this.#mode === "local") return this.#rates.unconfirmed(metered);
     const heard = this.#mirror.heard(fleet.keys);
+    this.#releases.flushFor(fleet.keys, fleet.spare);
+    // A release of this path still unsent reaches Redis after the grant: if that refuses, look again.
+    const unsent = this.#releases.holds(fleet.keys);
     let reply: unknown[];
     try {
       reply = await this.#grant({ ...fleet, metered, effective });
@@ -230,7 +247,7 @@ export class RedisStore implements Store {
     if (!granted) {
       // Better waiters on other replicas (last in a ranked answer): leave their room too.
       if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
-      if (freed) setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
+      if (freed || unsent) setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
       return false;
     }
     this.#mirror.confirmed(fleet.keys, +1);
@@ -247,8 +264,7 @@ export class RedisStore implements Store {
     const keys = this.#mirror.fleetKeys(path, from);
     if (keys.length === 0) return;
     this.#mirror.confirmed(keys, -1);
-    if (this.#mode !== "connected") return; // the next heartbeat writes back exact counts
-    runScript(this.#client, "release", keys, [this.replica, this.#channel]).catch(() => this.#failed()); // the next heartbeat after an outage writes back exact counts
+    if (this.#mode === "connected") this.#releases.add(keys); // else the next heartbeat writes back exact counts
   }
 
   /**
@@ -275,7 +291,13 @@ export class RedisStore implements Store {
    * Renews this replica's lease and re-reads the fleet; writes back every count it holds when its
    * lease was lost (expired, or Redis flushed or restarted empty). Runs every TTL ÷ 3.
    */
-  async heartbeat(): Promise<void> {
+  heartbeat(): Promise<void> {
+    return this.#beat(true);
+  }
+
+  /** `full` false: the counts only, re-read as this replica starts waiting (sent synchronously). */
+  async #beat(full: boolean): Promise<void> {
+    this.#releases.flush(); // before the counts below: a re-registration writes them after the release
     const { keys, counts, budgets } = this.#mirror.all();
     const heard = this.#mirror.heard(keys);
     try {
@@ -290,7 +312,7 @@ export class RedisStore implements Store {
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
-      await Promise.all([this.#refreshRates(), this.#waiters.write(true), this.#pods.load()]);
+      if (full) await Promise.all([this.#refreshRates(), this.#waiters.write(true), this.#pods.load()]);
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch {
       this.#failed();
@@ -340,22 +362,6 @@ export class RedisStore implements Store {
   /** This replica's waiters changed: the advertisement follows, once per event-loop turn. */
   waitersChanged(): void {
     this.#waiters.changed();
-  }
-
-  /** Another replica's waiters left budgets this replica may have held back for. */
-  #waitersLeft(message: string): void {
-    const [replica, ...keys] = message.split("\n");
-    if (replica === this.replica) return;
-    let any = false;
-    for (const key of keys) any = this.#mirror.aheadLeft(key) || any;
-    if (any) this.#changes.emit();
-  }
-
-  /** Another replica released: the budgets it names gained room. */
-  #released(message: string): void {
-    const [replica, ...keys] = message.split("\n");
-    if (replica === this.replica) return;
-    if (this.#mirror.released(keys)) this.#changes.emit();
   }
 
   #ok(): void {

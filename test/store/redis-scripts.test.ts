@@ -35,8 +35,9 @@ describe("fleet store scripts (real Redis)", () => {
     );
   const grant = (replica: string, limits: [number, number]) =>
     runScript(redis!, "grant", [replicas, lane, pod], [replica, ...limits]);
+  const waiting = `${P}:waiting`;
   const release = (replica: string, channel = "") =>
-    runScript(redis!, "release", [lane, pod], [replica, channel]);
+    runScript(redis!, "release", [waiting, lane, pod], [replica, channel, 1, 1]);
 
   test("a replica without a live lease is told to re-register", async (t) => {
     if (redis === null) return t.skip("no Redis");
@@ -105,9 +106,47 @@ describe("fleet store scripts (real Redis)", () => {
     const got = new Promise<string>((resolve) => sub.on("message", (_c, m) => resolve(m)));
     await sub.subscribe(channel);
     await heartbeat("r4");
+    await redis!.zadd(waiting, Date.now() + 60_000, "r5"); // another replica waits
     await grant("r4", [1, 1]);
     await release("r4", channel);
-    assert.equal(await got, `r4\n${lane}\n${pod}`, "who released, and which budgets gained room");
+    assert.equal(await got, `r4\n1 ${lane}\n1 ${pod}`, "who released, and how many slots each budget gained");
+    await redis!.del(waiting);
     sub.disconnect();
+  });
+
+  test("a release publishes nothing while no other replica waits (counted at Redis)", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    const channel = `${P}:released`;
+    const sub = redis!.duplicate();
+    const heard: string[] = [];
+    // Messages on one channel arrive in order: once the fence is heard, a release's would have been.
+    const fenced = new Promise<void>((resolve) =>
+      sub.on("message", (_c, m) => {
+        heard.push(m);
+        if (m === "fence") resolve();
+      }),
+    );
+    await sub.subscribe(channel);
+    await heartbeat("r6");
+    await grant("r6", [9, 9]);
+    assert.equal(await release("r6", channel), 0, "nobody in the waiting index");
+    await redis!.zadd(waiting, Date.now() + 60_000, "r6"); // only the releaser itself waits
+    await grant("r6", [9, 9]);
+    assert.equal(await release("r6", channel), 0, "its own waiters are woken in its process");
+    assert.equal(await redis!.publish(channel, "fence"), 1, "the subscriber is listening");
+    await fenced;
+    assert.deepEqual(heard, ["fence"], "the channel carried no release");
+    await redis!.del(waiting);
+    sub.disconnect();
+  });
+
+  test("one release call gives back several slots per budget, never below zero", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await heartbeat("r7");
+    for (let i = 0; i < 3; i++) await grant("r7", [9, 9]);
+    await runScript(redis!, "release", [waiting, lane, pod], ["r7", "", 2, 5]);
+    assert.deepEqual([await redis!.hget(lane, "r7"), await redis!.hget(pod, "r7")], ["1", null]);
+    await runScript(redis!, "release", [waiting, lane], ["r7", "", 1]);
+    assert.equal(await redis!.hget(lane, "r7"), null);
   });
 });

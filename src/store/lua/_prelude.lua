@@ -23,19 +23,23 @@ local function alive(replicas_key, replica, now)
   return ok
 end
 
--- Calls held on a budget by live replicas; the fields of dead replicas are dropped on the way.
-local function inflight(replicas_key, budget_key, now)
+-- Calls held on a budget by live replicas, and of those `me`'s own (one read of the hash: its
+-- own field is in the same HGETALL); the fields of dead replicas are dropped on the way.
+local function inflight(replicas_key, budget_key, now, me)
   local fields = redis.call('HGETALL', budget_key)
   local sum = 0
+  local mine = 0
   for i = 1, #fields, 2 do
     local replica = fields[i]
     if alive(replicas_key, replica, now) then
-      sum = sum + tonumber(fields[i + 1])
+      local n = tonumber(fields[i + 1])
+      sum = sum + n
+      if replica == me then mine = n end
     else
       redis.call('HDEL', budget_key, replica)
     end
   end
-  return sum
+  return sum, mine
 end
 
 -- Token and request buckets: {P}:r:<budget> hash {level, t}, t in Redis ms. A bucket refills

@@ -1,14 +1,28 @@
 -- Advertises how many waiters this replica has on lane budgets, per effective class, so the
--- other replicas' grants leave room for better ones (priority across replicas, DESIGN §5).
--- KEYS[1..n]   waiter hashes {P}:w:<budget>: replica id -> "interactive default bulk"
--- ARGV[1]      replica id
--- ARGV[2]      channel to publish on when waiters left ('' for none)
--- ARGV[3]      ms the hash lives without a write (the lease TTL: the heartbeat re-writes it)
--- ARGV[4..n+3] this replica's counts on each hash, '' when none waits there (the field goes)
+-- other replicas' grants leave room for better ones (priority across replicas, DESIGN §5), and
+-- whether it waits at all (the waiting index release.lua reads: releases publish only then).
+-- KEYS[1]        the waiting index ({P}:waiting zset: replica id -> expiry, Redis ms)
+-- KEYS[2..n+1]   waiter hashes {P}:w:<budget>: replica id -> "interactive default bulk"
+-- ARGV[1]        replica id
+-- ARGV[2]        channel to publish on when waiters left ('' for none)
+-- ARGV[3]        ms the hashes and the index entry live without a write (the lease TTL: the
+--                heartbeat re-writes them)
+-- ARGV[4]        '1' when this replica has a waiter on some lane, else '0'
+-- ARGV[5..n+4]   this replica's counts on each hash, '' when none waits there (the field goes)
 -- Publishes "replica\nkey…" of the hashes whose total went down: a replica that left room for
--- those waiters looks again. Dead replicas' fields are ignored (and dropped) by the grant script.
+-- those waiters looks again. Dead replicas' fields are ignored (and dropped) by the grant script;
+-- their index entries expire here.
+local index = KEYS[1]
 local replica = ARGV[1]
 local ttl = tonumber(ARGV[3])
+local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
+if ARGV[4] == '1' then
+  redis.call('ZADD', index, now + ttl, replica)
+  redis.call('PEXPIRE', index, ttl)
+else
+  redis.call('ZREM', index, replica)
+end
 local function total(counts)
   local sum = 0
   if counts then
@@ -17,7 +31,7 @@ local function total(counts)
   return sum
 end
 local fewer = {}
-for i = 1, #KEYS do
+for i = 2, #KEYS do
   local old = redis.call('HGET', KEYS[i], replica)
   local new = ARGV[i + 3]
   if new == '' then

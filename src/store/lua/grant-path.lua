@@ -37,8 +37,7 @@ local better = 0
 if ranked and c > 0 then better = better_waiting(replicas_key, KEYS[#KEYS], replica, rank, now) end
 for i = 1, c do
   local key = KEYS[i + 1]
-  local mine = tonumber(redis.call('HGET', key, replica) or '0')
-  local total = inflight(replicas_key, key, now)
+  local total, mine = inflight(replicas_key, key, now, replica)
   reply[i + 1] = total - mine
   if full == 0 and total >= tonumber(ARGV[i + 3]) then full = i end
   if full == 0 and i == 1 and total + better >= tonumber(ARGV[4]) then full = 1 end

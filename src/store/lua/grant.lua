@@ -18,8 +18,7 @@ end
 local reply = { 1 }
 local full = 0
 for i = 2, #KEYS do
-  local mine = tonumber(redis.call('HGET', KEYS[i], replica) or '0')
-  local total = inflight(replicas_key, KEYS[i], now)
+  local total, mine = inflight(replicas_key, KEYS[i], now, replica)
   reply[i] = total - mine
   if full == 0 and total >= tonumber(ARGV[i]) then
     full = i - 1

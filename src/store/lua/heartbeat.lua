@@ -25,7 +25,7 @@ for i = 2, #KEYS do
       redis.call('HDEL', KEYS[i], replica)
     end
   end
-  local mine = tonumber(redis.call('HGET', KEYS[i], replica) or '0')
-  reply[i + 1] = inflight(replicas_key, KEYS[i], now) - mine
+  local total, mine = inflight(replicas_key, KEYS[i], now, replica)
+  reply[i + 1] = total - mine
 end
 return reply
