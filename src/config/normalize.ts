@@ -7,6 +7,7 @@
 
 import { DEFAULTS } from "../core/defaults.js";
 import { clampReserve, defaultQueueLimit } from "../core/options.js";
+import { reserveShare } from "../core/rate-options.js";
 import {
   Checker,
   checkFallbacks,
@@ -21,6 +22,7 @@ import {
 } from "./checks.js";
 import { fleetConfig } from "./fleet.js";
 import { formatPath } from "./issues.js";
+import { bucketReserve } from "./rate-reserves.js";
 import type { RawConfig, RawModel } from "./raw.js";
 import { warnUnreachable } from "./reach.js";
 import { nearestKey } from "./suggest.js";
@@ -64,7 +66,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
   if (options.env !== undefined) checkUpstreamKeys(c, models, options.env);
   checkRoutes(c, raw.routes, names);
   const gpuGroups = groups(c, raw, models);
-  const accounts = accountsOf(c, raw, names);
+  const accounts = accountsOf(c, raw, names, models);
   const fleet = fleetConfig(c, raw);
   if (c.issues.length > 0) return { ok: false, issues: c.issues };
 
@@ -129,6 +131,9 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
       message: `reserve ${m.reserve} clamped to ${reserve} (max_concurrent_requests ${limit} − 1)`,
     });
   }
+  const share = reserveShare(reserve, limit);
+  const tpmReserve = bucketReserve(c, at, "tpm", m.tpm, m.tpm_reserve, share);
+  const rpmReserve = bucketReserve(c, at, "rpm", m.rpm, m.rpm_reserve, share);
   const smallest = Math.min(...pods.map((p) => p.maxInflight));
   if (m.adaptive !== false && m.adaptive.floor > smallest) {
     c.warn({
@@ -174,8 +179,8 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     maxQuotaPauseMs: m.max_quota_pause_s,
     upstreamTimeoutMs: m.upstream_timeout_s,
     streamIdleTimeoutMs: m.stream_idle_timeout_s,
-    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
-    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve }),
     defaultMaxTokens: m.default_max_tokens,
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
@@ -217,8 +222,14 @@ function groups(c: Checker, raw: RawConfig, models: readonly ModelConfig[]): Rec
   return out;
 }
 
-function accountsOf(c: Checker, raw: RawConfig, names: Map<string, number>): Record<string, AccountConfig> {
+function accountsOf(
+  c: Checker,
+  raw: RawConfig,
+  names: Map<string, number>,
+  models: readonly ModelConfig[],
+): Record<string, AccountConfig> {
   const out: Record<string, AccountConfig> = {};
+  const shareOf = new Map(models.map((m) => [m.name, reserveShare(m.reserve, m.maxConcurrentRequests)]));
   const accountOf = new Map<string, string>();
   for (const [account, a] of Object.entries(raw.accounts)) {
     if (!validName(c, ["accounts", account], account, "an account name")) continue;
@@ -245,10 +256,15 @@ function accountsOf(c: Checker, raw: RawConfig, names: Map<string, number>): Rec
         a.adaptive.floor,
       );
     }
+    // The largest reserve share among its models: each model's interactive callers find theirs.
+    const share = Math.max(0, ...a.models.map((m) => shareOf.get(m) ?? 0));
+    const at = ["accounts", account];
+    const tpmReserve = bucketReserve(c, at, "tpm", a.tpm, a.tpm_reserve, share);
+    const rpmReserve = bucketReserve(c, at, "rpm", a.rpm, a.rpm_reserve, share);
     out[account] = {
       ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
-      ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
-      ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
+      ...(a.tpm === undefined ? {} : { tpm: a.tpm, tpmReserve }),
+      ...(a.rpm === undefined ? {} : { rpm: a.rpm, rpmReserve }),
       adaptive: a.adaptive === false || a.max_inflight === undefined ? false : { floor: a.adaptive.floor },
       maxQuotaPauseMs: a.max_quota_pause_s,
       models: [...a.models],

@@ -156,6 +156,9 @@ const model = section(
     stream_idle_timeout_s: withDefault(duration(), G.streamIdleTimeoutMs),
     tpm: optional(int(1)),
     rpm: optional(int(1)),
+    // What non-interactive calls must leave in the bucket; default the model's reserve share (normalize).
+    tpm_reserve: optional(int(0)),
+    rpm_reserve: optional(int(0)),
     default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     fallback: optional(name("a model name")),
     upstream_api_key_env: optional(envVarName),
@@ -198,11 +201,14 @@ const account = section(
     max_inflight: optional(int(1)),
     tpm: optional(int(1)),
     rpm: optional(int(1)),
+    // Default: the largest reserve share among the account's models (normalize).
+    tpm_reserve: optional(int(0)),
+    rpm_reserve: optional(int(0)),
     adaptive: accountAdaptive,
     max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     models: list(required(name("a model name")), "a list of model names", 1),
   },
-  "an account: { max_inflight, tpm, rpm, adaptive, max_quota_pause_s, models }",
+  "an account: { max_inflight, tpm, rpm, tpm_reserve, rpm_reserve, adaptive, max_quota_pause_s, models }",
 );
 
 const fleet = section(

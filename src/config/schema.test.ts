@@ -38,6 +38,7 @@ describe("parseConfig", () => {
       upstreamTimeoutMs: 60_000,
       streamIdleTimeoutMs: 30_000,
       tpm: 400_000,
+      tpmReserve: 12_500, // the reserve share: 1 of 32 slots
       defaultMaxTokens: 4096,
       fallback: "qwen3-8b",
       upstreamApiKeyEnv: "QWEN_API_KEY",
@@ -62,6 +63,9 @@ describe("parseConfig", () => {
         maxInflight: 80,
         tpm: 2_000_000,
         rpm: 5000,
+        // The largest reserve share among its models (1 of 32 slots).
+        tpmReserve: 62_500,
+        rpmReserve: 156,
         adaptive: { floor: 4 },
         maxQuotaPauseMs: 60_000,
         models: ["gpt-x"],

@@ -108,6 +108,10 @@ export interface ModelConfig {
   readonly tpm?: number;
   /** Requests per minute for this model; unset = none. */
   readonly rpm?: number;
+  /** Tokens of `tpm` only interactive calls may take (with `tpm`): written, or the model's reserve share. */
+  readonly tpmReserve?: number;
+  /** Requests of `rpm` only interactive calls may take (with `rpm`): written, or the model's reserve share. */
+  readonly rpmReserve?: number;
   /** What a request without `max_tokens` / `max_completion_tokens` reserves for its answer. */
   readonly defaultMaxTokens: number;
   /** Another model's name, used when every pod of this one is tripped or quota-paused. */
@@ -166,6 +170,10 @@ export interface AccountConfig {
   readonly maxInflight?: number;
   readonly tpm?: number;
   readonly rpm?: number;
+  /** Tokens of `tpm` only interactive calls may take (with `tpm`): written, or the largest share of its models. */
+  readonly tpmReserve?: number;
+  /** Requests of `rpm` only interactive calls may take (with `rpm`): written, or the largest share of its models. */
+  readonly rpmReserve?: number;
   /** AIMD on `maxInflight` (cut on throttling, grown on success); false without `maxInflight`. */
   readonly adaptive: Readonly<AdaptiveSettings> | false;
   /** Longest one quota signal (a 429 with a reset) pauses the whole account. */

@@ -19,6 +19,7 @@ import { Emitter, type Event } from "./events.js";
 import { MinuteCounter } from "./minute-counter.js";
 import type { Outcome } from "./outcome.js";
 import type { GrantRecord } from "./pod.js";
+import type { Rank } from "./priority.js";
 import { RateBudget, type RateState } from "./rate-budget.js";
 
 /** An account's settings, every default applied. */
@@ -29,6 +30,10 @@ export interface AccountSettings {
   tpm: number | undefined;
   /** Requests per minute; undefined = none. */
   rpm: number | undefined;
+  /** Tokens of the `tpm` bucket only interactive calls may take (0 without `tpm`). */
+  tpmReserve: number;
+  /** Requests of the `rpm` bucket only interactive calls may take (0 without `rpm`). */
+  rpmReserve: number;
   /** AIMD on the in-flight cap (needs `maxInflight`); false keeps it at `maxInflight`. */
   adaptive: { floor: number } | false;
   /** Longest one quota signal pauses the account. */
@@ -80,8 +85,8 @@ export class AccountBudget implements Budget {
   ) {
     this.settings = settings;
     this.width = widthOf(settings);
-    this.tokens = settings.tpm === undefined ? null : new RateBudget(name, "tokens", settings.tpm, nowMs);
-    this.requests = settings.rpm === undefined ? null : new RateBudget(name, "requests", settings.rpm, nowMs);
+    this.tokens = rebucket(null, name, "tokens", settings.tpm, settings.tpmReserve, nowMs);
+    this.requests = rebucket(null, name, "requests", settings.rpm, settings.rpmReserve, nowMs);
   }
 
   /**
@@ -103,8 +108,8 @@ export class AccountBudget implements Budget {
             ),
           })
         : widthOf(settings);
-    this.tokens = rebucket(this.tokens, this.name, "tokens", settings.tpm, nowMs);
-    this.requests = rebucket(this.requests, this.name, "requests", settings.rpm, nowMs);
+    this.tokens = rebucket(this.tokens, this.name, "tokens", settings.tpm, settings.tpmReserve, nowMs);
+    this.requests = rebucket(this.requests, this.name, "requests", settings.rpm, settings.rpmReserve, nowMs);
     this.settings = settings;
   }
 
@@ -133,11 +138,11 @@ export class AccountBudget implements Budget {
     this.requests?.reconcile(reserved, used, nowMs, grantedAtMs);
   }
 
-  /** When a call of estimate `cost` could fit by itself: the pause ends, or the buckets refill. */
-  nextChangeAt(nowMs: number, cost: number): number | undefined {
+  /** When a call of estimate `cost` and own class `rank` could fit by itself: the pause ends, or the buckets refill. */
+  nextChangeAt(nowMs: number, cost: number, rank: Rank): number | undefined {
     let at = this.quotaUntil > nowMs ? this.quotaUntil : undefined;
     for (const b of [this.tokens, this.requests]) {
-      const change = b?.nextChangeAt(nowMs, cost);
+      const change = b?.nextChangeAt(nowMs, cost, rank);
       if (change !== undefined && (at === undefined || change > at)) at = change;
     }
     // Room needs every part: the latest of the pause and the refills (none of them waits on the others).
@@ -227,10 +232,11 @@ function rebucket(
   name: string,
   unit: "tokens" | "requests",
   perMinute: number | undefined,
+  reserve: number,
   nowMs: number,
 ): RateBudget | null {
   if (perMinute === undefined) return null;
-  if (b === null) return new RateBudget(name, unit, perMinute, nowMs);
-  b.reconfigure(perMinute, nowMs);
+  if (b === null) return new RateBudget(name, unit, perMinute, nowMs, reserve);
+  b.reconfigure(perMinute, nowMs, reserve);
   return b;
 }

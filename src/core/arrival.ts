@@ -67,13 +67,15 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
 }
 
 /**
- * The refusal a call with token estimate `cost` gets from its lane's token and request budgets
- * now, or null. Its estimate alone above a bucket's capacity: never fits (Retry-After a full
- * minute: only a smaller request helps). A call that may not wait (`canWait` false) is refused
- * whenever the bucket cannot cover it now. One that may wait, as class `rank`, is refused when the
- * refill cannot cover it and the waiters queued ahead of it (their estimates, or one request
- * each) within the lane's queue timeout: Retry-After = that refill time. Waiters of other lanes
- * sharing an account's bucket are not counted; the queue timeout still bounds their effect.
+ * The refusal a call with token estimate `cost` and own class `rank` gets from its lane's token and
+ * request budgets now, or null. A call that is not interactive must leave each bucket's
+ * interactive reserve (`RateBudget.needs`): its estimate plus that reserve above a bucket's
+ * capacity never fits (Retry-After a full minute: only a smaller request, or the interactive
+ * class, helps). A call that may not wait (`canWait` false) is refused whenever the bucket cannot
+ * cover it now. One that may wait is refused when the refill cannot cover it, the reserve it must
+ * leave and the waiters queued ahead of it (their estimates, or one request each) within the
+ * lane's queue timeout: Retry-After = that refill time. Waiters of other lanes sharing an
+ * account's bucket are not counted; the queue timeout still bounds their effect.
  */
 export function rateRefusal(
   lane: Lane,
@@ -85,6 +87,7 @@ export function rateRefusal(
   for (const budget of lane.metered) {
     for (const bucket of bucketsOf(budget)) {
       const needed = bucket.amount(cost);
+      const floor = bucket.floorFor(rank);
       const refusal = (retryMs: number, reason: RateLimitError["reason"]) =>
         new RateLimitError(
           lane.name,
@@ -95,16 +98,18 @@ export function rateRefusal(
           Math.floor(bucket.levelAt(nowMs)),
           Math.max(MIN_RETRY_AFTER_MS, Math.ceil(retryMs)),
           reason,
+          floor,
         );
-      if (needed > bucket.perMinute) return refusal(MINUTE_MS, "exceeds_capacity");
-      const waitMs = bucket.readyAt(needed) - nowMs;
+      if (needed + floor > bucket.perMinute) return refusal(MINUTE_MS, "exceeds_capacity");
+      const waitMs = bucket.readyAt(needed + floor) - nowMs;
       if (!canWait) {
         if (waitMs > 0) return refusal(waitMs, "no_wait");
         continue;
       }
       const ahead =
         bucket.unit === "tokens" ? tokensAhead(lane, rank) : lane.queue.positionForArrival(rank) - 1;
-      const behindOthersMs = ((ahead + needed - bucket.levelAt(nowMs)) * MINUTE_MS) / bucket.perMinute;
+      const behindOthersMs =
+        ((ahead + needed + floor - bucket.levelAt(nowMs)) * MINUTE_MS) / bucket.perMinute;
       const coverMs = Math.max(waitMs, behindOthersMs);
       // At the timeout itself the waiter is expired before the pass that would grant it.
       if (coverMs >= lane.settings.queueTimeoutMs) return refusal(coverMs, "cannot_cover_in_time");

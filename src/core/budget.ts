@@ -23,10 +23,11 @@ export interface Budget {
    */
   give(cost: number, nowMs: number): void;
   /**
-   * When this budget gains room by itself for a call costing `cost` (a refill, a cooldown or pause
-   * ending); undefined if only a release frees it, or if it has room already.
+   * When this budget gains room by itself for a call of own class `rank` costing `cost` (a refill,
+   * a cooldown or pause ending); undefined if only a release frees it, or if it has room already.
+   * The class matters to a token bucket's interactive reserve (`rate-budget.ts`).
    */
-  nextChangeAt(nowMs: number, cost: number): number | undefined;
+  nextChangeAt(nowMs: number, cost: number, rank: Rank): number | undefined;
   /**
    * Present on metered budgets only (token and request buckets, accounts): settles the estimate
    * `reserved` taken at `grantedAtMs` with what the call used — `null` when it never reached the

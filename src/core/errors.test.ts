@@ -102,6 +102,25 @@ const table = [
     numbers: ["1 requests", "100 requests/min", "0 available", "1800 ms"],
   },
   {
+    // A bulk call that must leave the bucket's interactive reserve: the reserve is in the message.
+    error: new RateLimitError(
+      "chat",
+      "chat",
+      "tokens",
+      5000,
+      60_000,
+      1000,
+      25_000,
+      "cannot_cover_in_time",
+      20_000,
+    ),
+    cls: RateLimitError,
+    guard: isRateLimitError,
+    code: "rate_limit",
+    status: 429,
+    numbers: ["5000 tokens", "20000 kept for interactive calls", "1000 available", "25000 ms"],
+  },
+  {
     error: new StoreUnavailableError("redis down"),
     cls: StoreUnavailableError,
     guard: isSluiceError,

@@ -165,14 +165,17 @@ export class RateLimitError extends SluiceError {
     readonly available: number,
     readonly retryAfterMs: number,
     readonly reason: "exceeds_capacity" | "cannot_cover_in_time" | "no_wait",
+    /** What the bucket keeps for interactive calls and this call had to leave (0 for an interactive call). */
+    readonly reserve = 0,
   ) {
+    const kept = reserve > 0 ? ` and leave the ${reserve} kept for interactive calls` : "";
     super(
       `${budget}'s ${unit} budget (${perMinute} ${unit}/min, ${available} available) ${
         reason === "exceeds_capacity"
-          ? `can never cover this call's ${needed} ${unit}: it exceeds the capacity`
+          ? `can never cover this call's ${needed} ${unit}${kept}: it exceeds the capacity`
           : reason === "cannot_cover_in_time"
-            ? `cannot cover this call's ${needed} ${unit} within the queue timeout`
-            : `has no room now for this call's ${needed} ${unit}`
+            ? `cannot cover this call's ${needed} ${unit}${kept} within the queue timeout`
+            : `has no room now for this call's ${needed} ${unit}${kept}`
       } (lane ${lane}); retry in ${retryAfterMs} ms`,
     );
   }

@@ -143,6 +143,17 @@ export class Lane<T extends QueueNode = QueueNode> {
   }
 
   /**
+   * Who else to try when `c`, this lane's candidate, finds no room: the first waiter whose own
+   * class is interactive, when `c` is not one and the lane has token or request buckets — their
+   * interactive reserve is closed to `c` even once aging has raised it (DESIGN §1.1), as
+   * {@link candidate} turns to that waiter for the lane's reserve slots. Null otherwise.
+   */
+  reserveCandidate(c: T): T | null {
+    if (c.rank === INTERACTIVE || this.metered.length === 0) return null;
+    return this.queue.head(INTERACTIVE);
+  }
+
+  /**
    * The path a call of own class `rank` would be granted on now, or null: every budget on it has
    * room, and among pods the least loaded wins. Pods in `avoid` (those that already refused this
    * call) are chosen only when no other pod can take it. `podOnly` checks just the pods' part
@@ -174,12 +185,12 @@ export class Lane<T extends QueueNode = QueueNode> {
 
   /**
    * When a budget on one of this lane's paths next gains room by itself (cooldown, pause, refill)
-   * for a call costing `cost` (the lane's next waiter's estimate).
+   * for a call of own class `rank` costing `cost` (the lane's next waiter's).
    */
-  nextChangeAt(nowMs: number, cost: number): number | undefined {
+  nextChangeAt(nowMs: number, cost: number, rank: Rank): number | undefined {
     let at: number | undefined;
     for (const path of this.paths) {
-      const change = path.nextChangeAt(nowMs, cost);
+      const change = path.nextChangeAt(nowMs, cost, rank);
       if (change !== undefined && (at === undefined || change < at)) at = change;
     }
     return at;

@@ -11,7 +11,17 @@ import { resolveBreaker } from "./breaker-options.js";
 import type { Clock } from "./clock.js";
 import { DEFAULTS } from "./defaults.js";
 import { PRIORITIES, type Priority, rankOf } from "./priority.js";
-import { type AccountOptions, checkRate, type ResolvedAccount, resolveAccounts } from "./rate-options.js";
+import {
+  type AccountOptions,
+  accountShares,
+  LANE_RATE_KEYS,
+  type LaneRateOptions,
+  type ResolvedAccount,
+  type ResolvedLaneRates,
+  reserveShare,
+  resolveAccounts,
+  resolveLaneRates,
+} from "./rate-options.js";
 import { check, isInt, isNum, knownKeys } from "./validate.js";
 
 export type { AccountOptions, ResolvedAccount } from "./rate-options.js";
@@ -26,8 +36,8 @@ export interface PodOptions {
   gpuGroup?: string;
 }
 
-/** Options of one lane (DESIGN §1, §1.1). */
-export interface LaneOptions {
+/** Options of one lane (DESIGN §1, §1.1); its `tpm`, `rpm`, their reserves and `account` are in {@link LaneRateOptions}. */
+export interface LaneOptions extends LaneRateOptions {
   /**
    * Calls in flight at once; 0 = pass-through (no waiting, no counting). **Default:** the sum of
    * its pods' `maxInflight`, else 0 (a lane created on first use takes `defaults` instead).
@@ -56,12 +66,6 @@ export interface LaneOptions {
    * pod of this lane. **Default:** 60 000 ms. A pod listed by several lanes takes the first's.
    */
   maxQuotaPauseMs?: number;
-  /** Tokens per minute for this lane (a token bucket, reserved at the grant from `acquire`'s `tokens`). **Default:** none. */
-  tpm?: number;
-  /** Requests per minute for this lane. **Default:** none. */
-  rpm?: number;
-  /** The provider account (a key of `accounts`) whose budgets this lane's calls also count against. */
-  account?: string;
 }
 
 /** Options of `new Governor(...)`. */
@@ -108,17 +112,12 @@ export interface LaneSettings {
 }
 
 /** Lane options with every default applied: a lane's settings plus what its path and pods need. */
-export interface ResolvedLane extends LaneSettings {
+export interface ResolvedLane extends LaneSettings, ResolvedLaneRates {
   groups: string[];
   pods: PodOptions[] | undefined;
   adaptive: AdaptiveSettings | false;
   breaker: BreakerSettings;
   maxQuotaPauseMs: number;
-  /** The lane's own token and request budgets; undefined = none. */
-  tpm?: number | undefined;
-  rpm?: number | undefined;
-  /** The account it belongs to (a key of `accounts`). */
-  account?: string | undefined;
 }
 
 /** A key with every default applied. */
@@ -191,7 +190,7 @@ export function resolveGovernorOptions(options: GovernorOptions | ResolvedOption
     defaults: resolveLane(undefined, options.defaults ?? {}, "defaults", groups),
     groups,
     keys,
-    accounts: resolveAccounts(options.accounts),
+    accounts: resolveAccounts(options.accounts, accountShares(lanes)),
   });
 }
 
@@ -222,9 +221,7 @@ const LANE_KEYS = [
   "breaker",
   "fallback",
   "maxQuotaPauseMs",
-  "tpm",
-  "rpm",
-  "account",
+  ...LANE_RATE_KEYS,
 ] as const;
 
 /**
@@ -315,19 +312,8 @@ export function resolveLane(
     breaker,
     fallback: o.fallback,
     maxQuotaPauseMs,
-    ...rates(o, path),
+    ...resolveLaneRates(o, path, reserveShare(reserve, limit)),
   });
-}
-
-/** A lane's `tpm`, `rpm` and `account`, only those given (a lane without them resolves as before). */
-function rates(o: LaneOptions, path: string): Pick<ResolvedLane, "tpm" | "rpm" | "account"> {
-  const tpm = checkRate(o.tpm, `${path}.tpm`);
-  const rpm = checkRate(o.rpm, `${path}.rpm`);
-  return {
-    ...(tpm === undefined ? {} : { tpm }),
-    ...(rpm === undefined ? {} : { rpm }),
-    ...(o.account === undefined ? {} : { account: o.account }),
-  };
 }
 
 /**

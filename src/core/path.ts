@@ -42,11 +42,11 @@ export class Path {
     return true;
   }
 
-  /** The earliest time a budget on the path gains room by itself for a call costing `cost`, or undefined. */
-  nextChangeAt(nowMs: number, cost: number): number | undefined {
+  /** The earliest time a budget on the path gains room by itself for a call of own class `rank` costing `cost`, or undefined. */
+  nextChangeAt(nowMs: number, cost: number, rank: Rank): number | undefined {
     let at: number | undefined;
     for (const b of this.budgets) {
-      const change = b.nextChangeAt(nowMs, cost);
+      const change = b.nextChangeAt(nowMs, cost, rank);
       if (change !== undefined && (at === undefined || change < at)) at = change;
     }
     return at;

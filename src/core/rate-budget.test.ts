@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { MinuteCounter } from "./minute-counter.js";
+import { BULK, DEFAULT_RANK, INTERACTIVE } from "./priority.js";
 import { RateBudget, type RateState } from "./rate-budget.js";
 
 const MIN = 60_000;
@@ -95,7 +96,7 @@ describe("RateBudget: a token bucket of one minute's worth", () => {
   });
 
   test("its state is plain JSON and a bucket read back answers the same", () => {
-    const b = new RateBudget("chat", "tokens", 6000, 0);
+    const b = new RateBudget("chat", "tokens", 6000, 0, 500);
     b.take(5000, 1000);
     const state = JSON.parse(JSON.stringify(b.toJSON())) as RateState;
     assert.deepEqual(state, {
@@ -106,10 +107,15 @@ describe("RateBudget: a token bucket of one minute's worth", () => {
       perMinute: 6000,
       level: 1000,
       updatedAt: 1000,
+      reserve: 500,
     });
     const c = RateBudget.fromJSON(state);
     for (const t of [1000, 20_000, 70_000])
-      assert.deepEqual([c.levelAt(t), c.nextChangeAt(t, 4000)], [b.levelAt(t), b.nextChangeAt(t, 4000)]);
+      for (const rank of [INTERACTIVE, BULK])
+        assert.deepEqual(
+          [c.levelAt(t), c.nextChangeAt(t, 4000, rank)],
+          [b.levelAt(t), b.nextChangeAt(t, 4000, rank)],
+        );
   });
 
   test("a reload keeps the level and the debt, capped at a lower capacity", () => {
@@ -121,6 +127,38 @@ describe("RateBudget: a token bucket of one minute's worth", () => {
     b.reconcile(3000, 4000, 0, 0);
     b.reconfigure(12_000, 0);
     assert.equal(b.levelAt(0), -1000, "debt is never forgiven");
+  });
+
+  test("the interactive reserve: other classes leave it in the bucket, an interactive call may take it", () => {
+    const b = new RateBudget("chat", "tokens", 6000, 0, 1000);
+    assert.equal(b.hasRoom(BULK, 5000, 0), true, "5000 taken leaves the 1000 kept");
+    assert.equal(b.hasRoom(BULK, 5001, 0), false);
+    assert.equal(b.hasRoom(DEFAULT_RANK, 5001, 0), false, "any class but interactive");
+    assert.equal(b.hasRoom(INTERACTIVE, 6000, 0), true, "an interactive call may use the whole bucket");
+    b.take(5000, 0);
+    assert.equal(b.hasRoom(BULK, 1, 0), false, "at the reserve: nothing more for bulk");
+    assert.equal(b.hasRoom(INTERACTIVE, 1000, 0), true);
+    // 100 tokens/s: bulk waits until the level is its 400 plus the 1000 kept, 4 s from now.
+    assert.equal(b.nextChangeAt(0, 400, BULK), 4000);
+    assert.equal(b.nextChangeAt(0, 400, INTERACTIVE), undefined, "fits now");
+    assert.equal(b.hasRoom(BULK, 400, 3999), false);
+    assert.equal(b.hasRoom(BULK, 400, 4000), true);
+    assert.equal(b.nextChangeAt(0, 5001, BULK), undefined, "5001 + 1000 kept exceeds 6000: never for bulk");
+  });
+
+  test("a request bucket's reserve counts requests", () => {
+    const b = new RateBudget("chat", "requests", 10, 0, 2);
+    for (let i = 0; i < 8; i++) b.take(0, 0);
+    assert.deepEqual([b.hasRoom(BULK, 0, 0), b.hasRoom(INTERACTIVE, 0, 0)], [false, true]);
+    assert.equal(b.nextChangeAt(0, 0, BULK), 6000, "10 per minute: the 9th request's turn in 6 s");
+  });
+
+  test("a reload may change the reserve; without one it keeps it", () => {
+    const b = new RateBudget("chat", "tokens", 6000, 0, 1000);
+    b.reconfigure(3000, 0);
+    assert.equal(b.reserve, 1000);
+    b.reconfigure(3000, 0, 0);
+    assert.equal(b.hasRoom(BULK, 3000, 0), true);
   });
 
   test("used_1m: what was charged over the last minute, net of refunds", () => {

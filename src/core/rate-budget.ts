@@ -14,11 +14,19 @@
  * minute's calls spend it twice (test/property/rate.test.ts checks that a provider charging real
  * usage at the grant never sees the bucket overdrawn).
  *
+ * The interactive reserve (DESIGN §1.1, as a lane's `reserve` slots): the last `reserve` tokens
+ * (or requests) of the bucket go only to calls whose own class is interactive. A call of another
+ * class fits only while the bucket still holds at least `reserve` after its take, so a flood of
+ * bulk calls leaves that share for the next call a person is watching; aging does not unlock it
+ * (callers pass the call's own class). Everything that asks "when does it fit" asks
+ * {@link RateBudget.needs}, so room, wake-ups and Retry-After agree.
+ *
  * The state is plain data (`toJSON`: level, updatedAt, perMinute), so a shared store can keep it:
  * the level at time t is `min(perMinute, level + (t − updatedAt) × perMinute / 60 000)`.
  */
 import type { Budget, BudgetState } from "./budget.js";
 import { MinuteCounter } from "./minute-counter.js";
+import { BULK, INTERACTIVE, type Rank } from "./priority.js";
 
 /** What a rate budget counts: tokens (`cost` per call) or requests (one per call). */
 export type RateUnit = "tokens" | "requests";
@@ -32,6 +40,8 @@ export interface RateState extends BudgetState {
   perMinute: number;
   /** The level at `updatedAt` (may be negative: debt). */
   level: number;
+  /** What only interactive calls may take (units of the bucket). */
+  reserve: number;
   /** Clock ms of the last change to `level`. */
   updatedAt: number;
 }
@@ -50,6 +60,8 @@ export class RateBudget implements Budget {
     /** Capacity, and refill per minute: the `tpm` or `rpm`. */
     public perMinute: number,
     nowMs = 0,
+    /** What only calls whose own class is interactive may take; below `perMinute`. */
+    public reserve = 0,
   ) {
     this.#level = perMinute;
     this.#updatedAt = nowMs;
@@ -81,9 +93,23 @@ export class RateBudget implements Budget {
     return this.#updatedAt + ((amount - this.#level) * MINUTE_MS) / this.perMinute;
   }
 
-  /** Whether the estimate `cost` is covered now. */
-  hasRoom(_rank: number, cost: number, nowMs: number): boolean {
-    return nowMs >= this.readyAt(this.amount(cost));
+  /** What the bucket keeps after a take by a call of own class `rank`: the reserve, 0 for interactive. */
+  floorFor(rank: number): number {
+    return rank === INTERACTIVE ? 0 : this.reserve;
+  }
+
+  /**
+   * The level a call of estimate `cost` and own class `rank` needs before its take: its amount,
+   * plus the reserve it must leave unless it is interactive. The one expression `hasRoom`,
+   * `nextChangeAt` and the arrival rules (`arrival.ts`) share.
+   */
+  needs(cost: number, rank: number): number {
+    return this.amount(cost) + this.floorFor(rank);
+  }
+
+  /** Whether the estimate `cost` of a call of own class `rank` is covered now (the reserve rule). */
+  hasRoom(rank: number, cost: number, nowMs: number): boolean {
+    return nowMs >= this.readyAt(this.needs(cost, rank));
   }
 
   /** Reserves the estimate at the grant. */
@@ -149,17 +175,24 @@ export class RateBudget implements Budget {
     this.used.add(-back, nowMs);
   }
 
-  /** When a call of estimate `cost` will fit, if it does not now and ever can; else undefined. */
-  nextChangeAt(nowMs: number, cost: number): number | undefined {
-    const at = this.readyAt(this.amount(cost));
+  /**
+   * When a call of estimate `cost` and own class `rank` will fit, if it does not now and ever can;
+   * else undefined. **Default** `rank`: bulk (the latest time: a wake-up never comes too early).
+   */
+  nextChangeAt(nowMs: number, cost: number, rank: Rank = BULK): number | undefined {
+    const at = this.readyAt(this.needs(cost, rank));
     // Whole ms, rounded up: still at or after the exact time, and small integers stay unboxed.
     return at > nowMs && at !== Number.POSITIVE_INFINITY ? Math.ceil(at) : undefined;
   }
 
-  /** New capacity on a live bucket (a reload): the level is kept, capped at the new capacity; debt stays. */
-  reconfigure(perMinute: number, nowMs: number): void {
+  /**
+   * New capacity (and interactive reserve, kept when not given) on a live bucket (a reload): the
+   * level is kept, capped at the new capacity; debt stays.
+   */
+  reconfigure(perMinute: number, nowMs: number, reserve = this.reserve): void {
     const level = this.levelAt(nowMs);
     this.perMinute = perMinute;
+    this.reserve = reserve;
     this.#set(Math.min(level, perMinute), nowMs);
   }
 
@@ -177,12 +210,13 @@ export class RateBudget implements Budget {
       perMinute: this.perMinute,
       level: this.#level,
       updatedAt: this.#updatedAt,
+      reserve: this.reserve,
     };
   }
 
   /** A bucket from its plain state (what a shared store kept). */
   static fromJSON(state: RateState): RateBudget {
-    const b = new RateBudget(state.name, state.unit, state.perMinute, state.updatedAt);
+    const b = new RateBudget(state.name, state.unit, state.perMinute, state.updatedAt, state.reserve);
     b.#level = state.level;
     return b;
   }

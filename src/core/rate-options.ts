@@ -2,13 +2,58 @@
  * The options of the rate budgets and accounts (DESIGN §1 table, seed 004), validated once like
  * every other option (`options.ts`): a lane's own `tpm` / `rpm`, and provider accounts that group
  * lanes under one in-flight cap (adaptive), one `tpm`, one `rpm` and one quota pause.
+ *
+ * Each bucket keeps an interactive reserve (DESIGN §1.1, `rate-budget.ts`). By default it is the
+ * share of the bucket that the lane's `reserve` is of its `limit` — a lane that keeps 1 of 8 slots
+ * for interactive callers keeps 1/8 of its tokens and requests for them too, so one number states
+ * the lane's promise and a bulk flood cannot spend it by draining tokens instead of slots. An
+ * account serves several lanes: it keeps the largest share among them, so every lane's interactive
+ * callers find their share there (the smallest would let one lane's bulk work drain the others').
+ * `tpmReserve` / `rpmReserve` set it in tokens / requests instead.
  */
 import type { AccountSettings } from "./account.js";
 import { DEFAULTS } from "./defaults.js";
 import { check, isInt, isNum, knownKeys } from "./validate.js";
 
+/**
+ * The interactive reserve of a bucket, where it is written: tokens (or requests) of it that only
+ * calls whose own class is interactive may take. Clamped to the capacity − 1 (every class keeps
+ * some of the bucket, as `reserve` keeps a slot). **Default:** the lane's reserve share (see above).
+ */
+interface RateReserveOptions {
+  /** Tokens of the `tpm` bucket only interactive calls may take. **Default:** ⌊tpm × share⌋. */
+  tpmReserve?: number;
+  /** Requests of the `rpm` bucket only interactive calls may take. **Default:** ⌊rpm × share⌋. */
+  rpmReserve?: number;
+}
+
+/** A lane's rate options (part of `LaneOptions`). */
+export interface LaneRateOptions extends RateReserveOptions {
+  /** Tokens per minute for this lane (a token bucket, reserved at the grant from `acquire`'s `tokens`). **Default:** none. */
+  tpm?: number;
+  /** Requests per minute for this lane. **Default:** none. */
+  rpm?: number;
+  /** The provider account (a key of `accounts`) whose budgets this lane's calls also count against. */
+  account?: string;
+}
+
+/** The lane's rate option names (validated with the other lane keys). */
+export const LANE_RATE_KEYS = ["tpm", "rpm", "tpmReserve", "rpmReserve", "account"] as const;
+
+/** A lane's rate options resolved: only those given, reserves applied (a lane without them resolves as before). */
+export interface ResolvedLaneRates {
+  /** The lane's own token and request budgets; undefined = none. */
+  tpm?: number | undefined;
+  rpm?: number | undefined;
+  /** Their interactive reserves (present with their bucket). */
+  tpmReserve?: number | undefined;
+  rpmReserve?: number | undefined;
+  /** The account it belongs to (a key of `accounts`). */
+  account?: string | undefined;
+}
+
 /** A provider account shared by several lanes (`LaneOptions.account` names it). */
-export interface AccountOptions {
+export interface AccountOptions extends RateReserveOptions {
   /** Calls in flight across the account's lanes. **Default:** no bound (then `tpm` or `rpm` must be set). */
   maxInflight?: number;
   /** Tokens per minute across the account (a token bucket: capacity one minute's worth). **Default:** none. */
@@ -27,7 +72,15 @@ export interface AccountOptions {
 /** An account with every default applied. */
 export type ResolvedAccount = AccountSettings;
 
-const ACCOUNT_KEYS = ["maxInflight", "tpm", "rpm", "adaptive", "maxQuotaPauseMs"] as const;
+const ACCOUNT_KEYS = [
+  "maxInflight",
+  "tpm",
+  "rpm",
+  "tpmReserve",
+  "rpmReserve",
+  "adaptive",
+  "maxQuotaPauseMs",
+] as const;
 
 /** A rate: a whole number ≥ 1 per minute, or undefined. */
 export function checkRate(v: unknown, path: string): number | undefined {
@@ -36,9 +89,65 @@ export function checkRate(v: unknown, path: string): number | undefined {
   return v as number;
 }
 
-/** Validates `accounts` and applies the defaults. */
+/** What a lane keeps for interactive callers, as a share of its in-flight limit (0 for a pass-through lane). */
+export function reserveShare(reserve: number, limit: number): number {
+  return limit > 0 ? reserve / limit : 0;
+}
+
+/** The reserve rule of a bucket: at most capacity − 1, so every class keeps some of it. */
+export function clampRateReserve(reserve: number, perMinute: number): number {
+  return Math.min(reserve, perMinute - 1);
+}
+
+/** A bucket's interactive reserve before clamping: the one written, else `share` of its capacity (whole units). */
+export function rateReserve(perMinute: number, written: number | undefined, share: number): number {
+  return written ?? Math.floor(perMinute * share);
+}
+
+/** A written reserve: a whole number ≥ 0, and only beside the bucket it keeps part of. */
+function checkReserve(v: unknown, perMinute: number | undefined, path: string, bucket: string): void {
+  if (v === undefined) return;
+  check(isInt(v, 0), path, `a whole number ≥ 0 of ${bucket === "tpm" ? "tokens" : "requests"}`, v);
+  check(perMinute !== undefined, path, `set only with ${bucket} (it keeps part of that bucket)`, v);
+}
+
+/** A lane's `tpm`, `rpm`, their reserves (default: `share` of each) and `account`, only those given. */
+export function resolveLaneRates(o: LaneRateOptions, path: string, share: number): ResolvedLaneRates {
+  const tpm = checkRate(o.tpm, `${path}.tpm`);
+  const rpm = checkRate(o.rpm, `${path}.rpm`);
+  checkReserve(o.tpmReserve, tpm, `${path}.tpmReserve`, "tpm");
+  checkReserve(o.rpmReserve, rpm, `${path}.rpmReserve`, "rpm");
+  return {
+    ...(tpm === undefined
+      ? {}
+      : { tpm, tpmReserve: clampRateReserve(rateReserve(tpm, o.tpmReserve, share), tpm) }),
+    ...(rpm === undefined
+      ? {}
+      : { rpm, rpmReserve: clampRateReserve(rateReserve(rpm, o.rpmReserve, share), rpm) }),
+    ...(o.account === undefined ? {} : { account: o.account }),
+  };
+}
+
+/**
+ * The default reserve share of each account: the largest among the lanes that join it (see the
+ * top of this file), 0 for an account no lane with a reserve joins.
+ */
+export function accountShares(
+  lanes: Readonly<Record<string, { account?: string | undefined; reserve: number; limit: number }>>,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const lane of Object.values(lanes)) {
+    if (lane.account === undefined) continue;
+    const share = reserveShare(lane.reserve, lane.limit);
+    out.set(lane.account, Math.max(out.get(lane.account) ?? 0, share));
+  }
+  return out;
+}
+
+/** Validates `accounts` and applies the defaults; `shares` holds each account's default reserve share. */
 export function resolveAccounts(
   accounts: Readonly<Record<string, AccountOptions>> | undefined,
+  shares: ReadonlyMap<string, number> = new Map(),
 ): Record<string, ResolvedAccount> {
   const out: Record<string, ResolvedAccount> = {};
   for (const [name, a] of Object.entries(accounts ?? {})) {
@@ -49,6 +158,9 @@ export function resolveAccounts(
       check(isInt(a.maxInflight, 1), `${path}.maxInflight`, "an integer ≥ 1", a.maxInflight);
     const tpm = checkRate(a.tpm, `${path}.tpm`);
     const rpm = checkRate(a.rpm, `${path}.rpm`);
+    checkReserve(a.tpmReserve, tpm, `${path}.tpmReserve`, "tpm");
+    checkReserve(a.rpmReserve, rpm, `${path}.rpmReserve`, "rpm");
+    const share = shares.get(name) ?? 0;
     check(
       a.maxInflight !== undefined || tpm !== undefined || rpm !== undefined,
       path,
@@ -78,7 +190,15 @@ export function resolveAccounts(
     }
     const maxQuotaPauseMs = a.maxQuotaPauseMs ?? DEFAULTS.quota.maxPauseMs;
     check(isNum(maxQuotaPauseMs, 0), `${path}.maxQuotaPauseMs`, "a number of ms ≥ 0", maxQuotaPauseMs);
-    out[name] = { maxInflight: a.maxInflight, tpm, rpm, adaptive, maxQuotaPauseMs };
+    out[name] = {
+      maxInflight: a.maxInflight,
+      tpm,
+      rpm,
+      tpmReserve: tpm === undefined ? 0 : clampRateReserve(rateReserve(tpm, a.tpmReserve, share), tpm),
+      rpmReserve: rpm === undefined ? 0 : clampRateReserve(rateReserve(rpm, a.rpmReserve, share), rpm),
+      adaptive,
+      maxQuotaPauseMs,
+    };
   }
   return out;
 }

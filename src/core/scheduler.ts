@@ -76,7 +76,7 @@ export class Scheduler extends Grants {
     const lane = t.laneRef;
     if (t.key?.full) throw this.refuse(lane, keyLimit(t.key, lane));
     if (this.grantIfFree(t, nowMs)) return "granted";
-    const rate = rateRefusal(lane, t.tokens, nowMs, false);
+    const rate = rateRefusal(lane, t.tokens, nowMs, false, t.rank);
     if (rate !== null) throw this.refuse(lane, rate);
     throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
   }
@@ -156,10 +156,16 @@ export class Scheduler extends Grants {
       let bestPath: Path | null = null;
       let bestRank = 3;
       for (const lane of this.waiting) {
-        const c = lane.candidate(nowMs);
+        let c = lane.candidate(nowMs);
         if (c === null) continue;
-        const path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
-        if (path === null) continue;
+        let path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+        if (path === null) {
+          // A bucket's interactive reserve is closed to an aged call: the first interactive one may use it.
+          c = lane.reserveCandidate(c);
+          if (c === null) continue;
+          path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+          if (path === null) continue;
+        }
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
         if (best !== null && (rank > bestRank || (rank === bestRank && c.arrivedAt >= best.arrivedAt)))
           continue;
@@ -334,9 +340,14 @@ export class Scheduler extends Grants {
         const deadline = head.enqueuedAt + lane.settings.queueTimeoutMs;
         if (at === undefined || deadline < at) at = deadline;
       }
-      // A bucket's refill depends on the estimate of the waiter it is for: the lane's next one.
-      const change = lane.nextChangeAt(nowMs, lane.candidate(nowMs)?.tokens ?? 0);
+      // A bucket's refill depends on the estimate and class of the waiter it is for: the lane's
+      // next one, or the first interactive one, which may use the reserve the next one may not.
+      const c = lane.candidate(nowMs);
+      const change = lane.nextChangeAt(nowMs, c?.tokens ?? 0, c?.rank ?? INTERACTIVE);
       if (change !== undefined && (at === undefined || change < at)) at = change;
+      const i = c === null ? null : lane.reserveCandidate(c);
+      const reserved = i === null ? undefined : lane.nextChangeAt(nowMs, i.tokens, INTERACTIVE);
+      if (reserved !== undefined && (at === undefined || reserved < at)) at = reserved;
       if (lane.metered.length > 0) {
         const aging = lane.nextAgingAt(nowMs);
         if (aging !== undefined && (at === undefined || aging < at)) at = aging;

@@ -43,6 +43,8 @@ export interface BucketSnapshot {
   available: number;
   /** Charged in the last minute, net of refunds. */
   used_1m: number;
+  /** What only interactive calls may take: other classes leave at least this much in the bucket. */
+  reserve: number;
 }
 
 /** A provider account (seed 004: throttling at the account, concurrency in aggregate, and their ratio). */
@@ -177,6 +179,7 @@ export function bucketSnapshot(b: RateBudget, nowMs: number): BucketSnapshot {
     per_minute: b.perMinute,
     available: Math.floor(b.levelAt(nowMs)),
     used_1m: Math.round(b.used.total(nowMs)),
+    reserve: b.reserve,
   };
 }
 

@@ -33,6 +33,8 @@ export function governorOptions(config: GatewayConfig, clock?: Clock, store?: St
       maxInflight: a.maxInflight,
       tpm: a.tpm,
       rpm: a.rpm,
+      tpmReserve: a.tpmReserve ?? 0,
+      rpmReserve: a.rpmReserve ?? 0,
       adaptive: a.adaptive,
       maxQuotaPauseMs: a.maxQuotaPauseMs,
     };
@@ -70,8 +72,8 @@ function lane(config: GatewayConfig, m: ModelConfig, account: string | undefined
     fallback: m.fallback,
     groups: bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : [],
     ...(account === undefined ? {} : { account }),
-    ...(m.tpm === undefined ? {} : { tpm: m.tpm }),
-    ...(m.rpm === undefined ? {} : { rpm: m.rpm }),
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve: m.tpmReserve ?? 0 }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve: m.rpmReserve ?? 0 }),
     pods: m.pods.map((p) => ({
       id: p.url,
       maxInflight: p.maxInflight,

@@ -1,7 +1,9 @@
 /**
  * Token and request budgets through the Governor (issue 10), on a ManualClock: reserve at the
  * grant, reconcile at the end, refuse at once what can never fit or not in time, wait for the
- * refill in priority order, and never charge a call that never reached the provider.
+ * refill in priority order, and never charge a call that never reached the provider. The buckets
+ * here keep no interactive reserve (`tpmReserve: 0`): these tests are about the bucket itself;
+ * the reserve has its own tests (rate-reserve.test.ts).
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -15,7 +17,7 @@ const tokens = (gov: Governor, lane = "L") => gov.snapshot().lanes.find((l) => l
 
 describe("Governor: token budgets (tpm)", () => {
   test("reserves the estimate at the grant; succeeded(usage) refunds the unused part at once", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0 });
     const lease = await gov.acquire("L", { tokens: 4000 });
     assert.equal(tokens(gov).available, 2000);
     lease.succeeded({ promptTokens: 700, completionTokens: 300 });
@@ -24,7 +26,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("usage beyond the estimate is charged: the debt holds the next call until the refill pays it", async () => {
-    const { gov, clock } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 120_000 });
+    const { gov, clock } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 120_000 });
     const a = await gov.acquire("L", { tokens: 6000 });
     a.succeeded({ tokens: 9000 });
     assert.equal(tokens(gov).available, -3000);
@@ -42,7 +44,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("a waiter is granted by the timer exactly when the refill covers its estimate", async () => {
-    const { gov, clock } = make({ limit: 10, tpm: 6000 });
+    const { gov, clock } = make({ limit: 10, tpm: 6000, tpmReserve: 0 });
     (await gov.acquire("L", { tokens: 6000 })).release();
     const order: string[] = [];
     const b = track(gov, order, "b", { tokens: 1500 });
@@ -58,7 +60,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("an estimate above the bucket's capacity is refused at once, with the numbers", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0 });
     const error = (await gov.acquire("L", { tokens: 6001 }).catch((e) => e)) as RateLimitError;
     assert.ok(isRateLimitError(error));
     assert.equal(error.reason, "exceeds_capacity");
@@ -68,7 +70,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("one the refill cannot cover within the queue timeout is refused at once, Retry-After = the refill time", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 5000 })).release(); // 1000 left: 100 per second
     const error = (await gov.acquire("L", { tokens: 3000 }).catch((e) => e)) as RateLimitError;
     assert.equal(error.reason, "cannot_cover_in_time");
@@ -82,7 +84,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("the waiters queued ahead count: a call the refill covers alone but not after them is refused at once", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 6000 })).release(); // empty: 100 tokens a second
     const first = gov.acquire("L", { tokens: 600 }); // covered in 6 s: waits
     await flush();
@@ -110,7 +112,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("check() before the body says the same, and wait: false refuses for lack of tokens now (no_wait)", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 6000 })).release();
     assert.equal((gov.check("L", { tokens: 7000 }) as RateLimitError).reason, "exceeds_capacity");
     assert.equal((gov.check("L", { tokens: 5000 }) as RateLimitError).reason, "cannot_cover_in_time");
@@ -122,7 +124,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("waiters on a bucket are served in priority order: a small bulk call does not pass a large interactive one", async () => {
-    const { gov, clock } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 120_000 });
+    const { gov, clock } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 120_000 });
     (await gov.acquire("L", { tokens: 6000 })).release();
     const order: string[] = [];
     const big = track(gov, order, "big", { tokens: 3000, priority: "interactive" });
@@ -140,7 +142,13 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("aging counts: a bulk waiter that ages past a large default one is granted at that aging step", async () => {
-    const { gov, clock } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 300_000, agingMs: 10_000 });
+    const { gov, clock } = make({
+      limit: 10,
+      tpm: 6000,
+      tpmReserve: 0,
+      queueTimeoutMs: 300_000,
+      agingMs: 10_000,
+    });
     (await gov.acquire("L", { tokens: 6000 })).succeeded({ tokens: 6600 }); // 600 in debt
     const order: string[] = [];
     const small = track(gov, order, "small", { tokens: 100, priority: "bulk" }); // covered at 7 s
@@ -160,7 +168,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("a call aborted while queued is never charged, and its leaving lets a smaller one behind it through", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 120_000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 120_000 });
     (await gov.acquire("L", { tokens: 5000 })).release();
     const ac = new AbortController();
     const order: string[] = [];
@@ -177,7 +185,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("release({ sent: false }) and failed({ refused: true }) refund; release() and failed(503) keep the estimate", async () => {
-    const { gov } = make({ limit: 10, tpm: 60_000 });
+    const { gov } = make({ limit: 10, tpm: 60_000, tpmReserve: 0 });
     (await gov.acquire("L", { tokens: 1000 })).release({ sent: false });
     (await gov.acquire("L", { tokens: 1000 })).failed({ refused: true });
     assert.equal(tokens(gov).available, 60_000);
@@ -188,7 +196,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("ending a lease twice reconciles once", async () => {
-    const { gov } = make({ limit: 10, tpm: 6000 });
+    const { gov } = make({ limit: 10, tpm: 6000, tpmReserve: 0 });
     const lease = await gov.acquire("L", { tokens: 3000 });
     lease.succeeded({ tokens: 1000 });
     lease.succeeded({ tokens: 0 });
@@ -197,7 +205,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("a waiter past its queue timeout times out, uncharged", async () => {
-    const { gov, clock } = make({ limit: 10, tpm: 6000, queueTimeoutMs: 10_000 });
+    const { gov, clock } = make({ limit: 10, tpm: 6000, tpmReserve: 0, queueTimeoutMs: 10_000 });
     (await gov.acquire("L", { tokens: 6000 })).release();
     // Each covered in 9 s when it arrives, so both may wait (the interactive call queues ahead
     // of the bulk one, which counts nothing ahead of it); the bulk call is then covered at 18 s.
@@ -214,7 +222,7 @@ describe("Governor: token budgets (tpm)", () => {
   });
 
   test("tokens must be a number ≥ 0", async () => {
-    const { gov } = make({ limit: 1, tpm: 6000 });
+    const { gov } = make({ limit: 1, tpm: 6000, tpmReserve: 0 });
     await assert.rejects(gov.acquire("L", { tokens: -1 }), /tokens must be a number ≥ 0/);
     assert.throws(() => gov.tryAcquire("L", { tokens: Number.NaN }), /tokens must be a number/);
   });
@@ -223,7 +231,10 @@ describe("Governor: token budgets (tpm)", () => {
 describe("Governor: request budgets (rpm)", () => {
   test("one request per call whatever the estimate; a call never sent gives its request back", async () => {
     const clock = new ManualClock();
-    const gov = new Governor({ clock, lanes: { L: { limit: 10, rpm: 2, queueTimeoutMs: 60_000 } } });
+    const gov = new Governor({
+      clock,
+      lanes: { L: { limit: 10, rpm: 2, rpmReserve: 0, queueTimeoutMs: 60_000 } },
+    });
     const a = await gov.acquire("L", { tokens: 50_000 });
     const b = await gov.acquire("L");
     const requests = () => gov.snapshot().lanes[0]!.requests!;
@@ -242,7 +253,7 @@ describe("Governor: request budgets (rpm)", () => {
     assert.deepEqual(order, ["c", "d"]);
     (await d).release();
     // With the default 30 s timeout a call the refill covers only at the timeout itself is refused.
-    const short = new Governor({ clock, lanes: { L: { limit: 10, rpm: 2 } } });
+    const short = new Governor({ clock, lanes: { L: { limit: 10, rpm: 2, rpmReserve: 0 } } });
     await short.acquire("L");
     await short.acquire("L");
     const error = (await short.acquire("L").catch((e) => e)) as RateLimitError;

@@ -204,14 +204,14 @@ export class Registry {
   /** The lane's own token and request buckets (`tpm`, `rpm`), made by the store, changed in place on a reload. */
   #rates(name: string, resolved: ResolvedLane): Budget[] {
     const out: Budget[] = [];
-    for (const [unit, perMinute] of [
-      ["tokens", resolved.tpm],
-      ["requests", resolved.rpm],
+    for (const [unit, perMinute, reserve] of [
+      ["tokens", resolved.tpm, resolved.tpmReserve],
+      ["requests", resolved.rpm, resolved.rpmReserve],
     ] as const) {
       if (perMinute === undefined) continue;
       const key = `${unit === "tokens" ? "tpm" : "rpm"}:lane:${name}`;
       const bucket = this.store.rate(key, unit, perMinute, this.now(), name);
-      bucket.reconfigure(perMinute, this.now());
+      bucket.reconfigure(perMinute, this.now(), reserve ?? 0);
       out.push(bucket);
     }
     return out;

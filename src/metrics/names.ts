@@ -49,6 +49,7 @@ export const MetricIds = {
   keyRequestsTotal: "sluice_key_requests_total",
   bucketAvailable: "sluice_bucket_available",
   bucketPerMinute: "sluice_bucket_per_minute",
+  bucketReserve: "sluice_bucket_reserve",
   accountInflight: "sluice_account_inflight",
   accountCap: "sluice_account_cap",
   accountThrottledPerMinute: "sluice_account_throttled_per_minute",
@@ -190,6 +191,11 @@ export const METRICS = {
   [MetricIds.bucketPerMinute]: {
     kind: "gauge",
     help: "A token or request bucket's rate and capacity per minute (its tpm or rpm), by budget and unit.",
+    labels: ["budget", "unit"],
+  },
+  [MetricIds.bucketReserve]: {
+    kind: "gauge",
+    help: "What a token or request bucket keeps for interactive calls (its tpm_reserve or rpm_reserve): other classes leave at least this much, by budget and unit.",
     labels: ["budget", "unit"],
   },
   [MetricIds.accountInflight]: {

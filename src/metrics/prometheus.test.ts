@@ -104,6 +104,13 @@ describe("PrometheusMetrics", () => {
       value(samples, "sluice_bucket_per_minute", { budget: "account:prov", unit: "tokens" }),
       50_000,
     );
+    // The interactive reserve: chat keeps none (reserve 0); the account keeps ocr's share (1 of 2 slots).
+    const reserve = (budget: string, unit: string) =>
+      value(samples, "sluice_bucket_reserve", { budget, unit });
+    assert.deepEqual(
+      [reserve("chat", "tokens"), reserve("account:prov", "tokens"), reserve("account:prov", "requests")],
+      [0, 25_000, 250],
+    );
     assert.equal(value(samples, "sluice_account_inflight", { account: "prov" }), 1);
     assert.equal(value(samples, "sluice_account_cap", { account: "prov" }), 4);
     assert.equal(value(samples, "sluice_account_throttled_per_minute", { account: "prov" }), 0);

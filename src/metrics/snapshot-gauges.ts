@@ -34,6 +34,7 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.keyInflight]: (s) => s.keys.map((k) => [{ key: k.key }, k.inflight]),
   [MetricIds.bucketAvailable]: (s) => buckets(s).map(([labels, b]) => [labels, b.available]),
   [MetricIds.bucketPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.per_minute]),
+  [MetricIds.bucketReserve]: (s) => buckets(s).map(([labels, b]) => [labels, b.reserve]),
   [MetricIds.accountInflight]: (s) => s.accounts.map((a) => [{ account: a.account }, a.inflight]),
   [MetricIds.accountCap]: (s) =>
     s.accounts.flatMap((a) => (a.adaptive_cap === null ? [] : [[{ account: a.account }, a.adaptive_cap]])),

@@ -102,6 +102,8 @@ describe("governorOptions (config → resolved Governor options)", () => {
         maxInflight: 4,
         tpm: undefined,
         rpm: undefined,
+        tpmReserve: 0,
+        rpmReserve: 0,
         adaptive: { floor: 4 },
         maxQuotaPauseMs: 60_000,
       },

@@ -164,6 +164,8 @@ export function describeStore(
         maxInflight: 1,
         tpm: 1000,
         rpm: undefined,
+        tpmReserve: 0,
+        rpmReserve: 0,
         adaptive: false as const,
         maxQuotaPauseMs: 5000,
       };
