@@ -17,6 +17,7 @@
 import type { Redis } from "ioredis";
 import type { AccountBudget } from "../core/account.js";
 import type { Path } from "../core/path.js";
+import { INTERACTIVE, type Rank } from "../core/priority.js";
 import { RateBudget } from "../core/rate-budget.js";
 import { runScript } from "./redis-scripts.js";
 
@@ -27,7 +28,7 @@ export interface MeteredPart {
   buckets: RateBudget[];
   /** What the call takes from each bucket. */
   amounts: number[];
-  /** Each bucket's capacity, then the amount (the grant script's arguments). */
+  /** Each bucket's capacity, the amount, and the level the call must leave (the grant script's arguments). */
   args: number[];
   /** The accounts whose pause keys follow the bucket keys. */
   paused: AccountBudget[];
@@ -64,8 +65,8 @@ export class FleetRates {
   readonly #pending = new Map<RateBudget, number>();
   /** Net reserved while Redis was unreachable: charged to the fleet when it answers again. */
   readonly #owed = new Map<RateBudget, number>();
-  /** Each bucket's configured capacity while `local` divides it among the expected replicas. */
-  readonly #fullCapacity = new Map<RateBudget, number>();
+  /** Each bucket's configured capacity and reserve while `local` divides them among the expected replicas. */
+  readonly #fullCapacity = new Map<RateBudget, { perMinute: number; reserve: number }>();
 
   constructor(
     /** The hash tag every key starts with (`{prefix}`). */
@@ -95,8 +96,12 @@ export class FleetRates {
     return `${this.tag}:q:${key}`;
   }
 
-  /** The metered part of `path` from `from` on for a call of estimate `cost`; null when it has none. */
-  part(path: Path, cost: number, from: number): MeteredPart | null {
+  /**
+   * The metered part of `path` from `from` on for a call of estimate `cost` and own class `rank`
+   * (a call that is not interactive must leave each bucket's interactive reserve); null when it
+   * has none.
+   */
+  part(path: Path, cost: number, from: number, rank: Rank): MeteredPart | null {
     if (path.metered.length === 0) return null;
     const part: MeteredPart = { keys: [], buckets: [], amounts: [], args: [], paused: [] };
     const pauses: string[] = [];
@@ -105,7 +110,7 @@ export class FleetRates {
       part.keys.push(key);
       part.buckets.push(bucket);
       part.amounts.push(amount);
-      part.args.push(bucket.perMinute, amount);
+      part.args.push(bucket.perMinute, amount, this.#reserve(bucket, rank));
     });
     for (let i = from; i < path.budgets.length; i++) {
       const account = path.budgets[i] as AccountBudget;
@@ -224,8 +229,11 @@ export class FleetRates {
   enterOutage(replicas: number, nowMs: number): void {
     for (const bucket of this.#buckets()) {
       if (this.#fullCapacity.has(bucket)) continue;
-      this.#fullCapacity.set(bucket, bucket.perMinute);
-      bucket.reconfigure(Math.max(1, Math.floor(bucket.perMinute / replicas)), nowMs);
+      const { perMinute, reserve } = bucket;
+      this.#fullCapacity.set(bucket, { perMinute, reserve });
+      // The interactive reserve is divided with the capacity: each replica keeps its share of both.
+      const share = Math.max(1, Math.floor(perMinute / replicas));
+      bucket.reconfigure(share, nowMs, Math.min(Math.floor(reserve / replicas), share - 1));
     }
   }
 
@@ -234,7 +242,7 @@ export class FleetRates {
    * as one settlement to charge the fleet (null when nothing is owed).
    */
   leaveOutage(nowMs: number): Settlement | null {
-    for (const [bucket, perMinute] of this.#fullCapacity) bucket.reconfigure(perMinute, nowMs);
+    for (const [bucket, full] of this.#fullCapacity) bucket.reconfigure(full.perMinute, nowMs, full.reserve);
     this.#fullCapacity.clear();
     const out: Settlement = { keys: [], buckets: [], deltas: [] };
     const keyOf = new Map<RateBudget, string>();
@@ -289,7 +297,12 @@ export class FleetRates {
 
   /** The fleet's capacity of `bucket`: the configured one, also while `local` divides it here. */
   #capacity(bucket: RateBudget): number {
-    return this.#fullCapacity.get(bucket) ?? bucket.perMinute;
+    return this.#fullCapacity.get(bucket)?.perMinute ?? bucket.perMinute;
+  }
+
+  /** What a call of own class `rank` must leave in the fleet's `bucket`: its configured interactive reserve, 0 for interactive. */
+  #reserve(bucket: RateBudget, rank: Rank): number {
+    return rank === INTERACTIVE ? 0 : (this.#fullCapacity.get(bucket)?.reserve ?? bucket.reserve);
   }
 
   /** Each fleet bucket on `path` from `from` on, with its key: lanes' buckets and accounts' buckets. */

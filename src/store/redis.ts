@@ -223,7 +223,7 @@ export class RedisStore implements Store {
    */
   async confirm(path: Path, rank: Rank, from = 0, cost = 0, effective: number = rank): Promise<boolean> {
     const fleet = this.#mirror.fleetPart(path, rank, from);
-    const metered = this.#rates.part(path, cost, from);
+    const metered = this.#rates.part(path, cost, from, rank);
     if (fleet.keys.length === 0 && metered === null) return true;
     if (this.#mode === "open" || this.#mode === "local") return this.#rates.unconfirmed(metered);
     const heard = this.#mirror.heard(fleet.keys);

@@ -136,6 +136,18 @@ export function describeStore(
       );
     });
 
+    test("a rate bucket's interactive reserve: a take of another class leaves it, an interactive take may use it", async () => {
+      const store = await makeStore();
+      const tpm = store.rate("tpm:lane:kept", "tokens", 6000, 0, "kept");
+      tpm.reconfigure(6000, 0, 1000); // what the registry does with a lane's tpmReserve
+      const path = new Path("kept", [store.concurrency("lane:kept", 10), tpm], 2, null);
+      assert.equal(store.take(path, BULK, 5001, 0), false, "5001 would leave less than the 1000 kept");
+      assert.equal(store.take(path, BULK, 5000, 0), true);
+      assert.equal(store.take(path, BULK, 1, 0), false, "at the reserve: nothing more for bulk");
+      assert.equal(store.take(path, INTERACTIVE, 1000, 0), true, "an interactive call takes the reserve");
+      assert.equal(tpm.levelAt(0), 0);
+    });
+
     test("reconcile settles a reservation once: the real usage refunded or charged, null refunded, undefined kept", async () => {
       const store = await makeStore();
       const tpm = store.rate("tpm:lane:a", "tokens", 6000, 0, "a");

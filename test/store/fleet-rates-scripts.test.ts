@@ -1,6 +1,7 @@
 /**
  * The metered scripts called directly on a real Redis: a bucket in a grant refuses past its level
- * (all or nothing with the concurrency budgets), refills with Redis time, a missing bucket is
+ * (all or nothing with the concurrency budgets) and, for a call that is not interactive, past
+ * its level less the interactive reserve; refills with Redis time, a missing bucket is
  * full, a refund never lifts it above capacity, debt is carried; an account's pause key refuses
  * every grant until it expires, and a shorter pause never cuts a longer one.
  */
@@ -27,13 +28,16 @@ async function setup(t: Parameters<typeof redisOrSkip>[0]) {
     pause: `${tag}:q:account:prod`,
   };
   await runScript(redis, "heartbeat", [keys.replicas], ["r1", 60_000]);
-  /** grant-path with the lane (limit 10) and the bucket (capacity `cap`), optionally the pause. */
-  const grant = async (cap: number, amount: number, withPause = false) =>
+  /**
+   * grant-path with the lane (limit 10) and the bucket (capacity `cap`, leaving at least `floor`:
+   * its interactive reserve for a call of another class), optionally the pause.
+   */
+  const grant = async (cap: number, amount: number, withPause = false, floor = 0) =>
     (await runScript(
       redis,
       "grant-path",
       [keys.replicas, keys.lane, keys.bucket, ...(withPause ? [keys.pause] : [])],
-      ["r1", 1, 1, 10, cap, amount],
+      ["r1", 1, 1, 10, cap, amount, floor],
     )) as [number, number, string, number?];
   const levels = async (cap: number) => (await runScript(redis, "levels", [keys.bucket], [cap])) as [string];
   const settle = async (cap: number, delta: number) =>
@@ -61,6 +65,19 @@ describe("fleet scripts: token and request buckets", () => {
       "1",
       "the lane's slot was not taken by the refused grant",
     );
+  });
+
+  test("a call that is not interactive must leave the floor (the reserve); an interactive one (floor 0) may take it", async (t) => {
+    const s = await setup(t);
+    if (s === null) return;
+    const first = await s.grant(1000, 700, false, 300);
+    assert.equal(first[0], 1, "700 taken leaves the 300 kept");
+    const bulk = await s.grant(1000, 1, false, 300);
+    assert.equal(bulk[0], -2, "at the floor: refused naming the bucket");
+    assert.ok(Number(bulk[2]) < 301, `the level answered, without the refused take: ${bulk[2]}`);
+    const interactive = await s.grant(1000, 300, false, 0);
+    assert.equal(interactive[0], 1, "floor 0: the whole bucket");
+    assert.ok(Number(interactive[2]) < 1, `emptied: ${interactive[2]}`);
   });
 
   test("refills with Redis time: a level written 30 s ago (Redis time) has refilled half a minute's worth", async (t) => {

@@ -1,7 +1,8 @@
 /**
  * Token budgets (`tpm`) across a fleet: two Governors, each with its own RedisStore on one prefix,
  * reserve from one bucket in Redis. Concurrent grants from both never reserve more than the
- * bucket's capacity plus its refill; a settlement on one replica is seen by the other; and, as a
+ * bucket's capacity plus its refill; a settlement on one replica is seen by the other; the
+ * bucket's interactive reserve holds fleet-wide (the grant script checks it); and, as a
  * property over random acquires and endings, a provider that charges each call's real usage at
  * the grant never sees its own bucket (same capacity, same refill) overdrawn.
  */
@@ -14,6 +15,7 @@ import type { GovernorOptions } from "../../src/core/options.js";
 import { RateBudget } from "../../src/core/rate-budget.js";
 import { Governor } from "../../src/governor/governor.js";
 import { RedisStore } from "../../src/store/redis.js";
+import { runScript } from "../../src/store/redis-scripts.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const TPM = 6000; // 100 tokens per second
@@ -90,6 +92,50 @@ describe("token budgets across a fleet", () => {
     const next = await b.gov.acquire("chat", { tokens: 4500 });
     assert.equal(next.lane, "chat", "b reserves from the refunded tokens");
     next.release();
+    redis.disconnect();
+  });
+});
+
+describe("the interactive reserve across a fleet", () => {
+  test("bulk calls on one replica drain the fleet's bucket to its reserve; the other replica's bulk waits, its interactive call is granted at once", async (t) => {
+    const redis = await redisOrSkip(t);
+    if (redis === null) return;
+    const prefix = uniquePrefix();
+    // 100 tokens a second: the refill during the test is far below the 500 the waiting bulk call needs.
+    const lanes = {
+      chat: { limit: 100, reserve: 0, queueLimit: 100, queueTimeoutMs: 600_000, tpm: TPM, tpmReserve: 2000 },
+    };
+    const [a, b] = await Promise.all(
+      ["a", "b"].map(async (replica) => {
+        const store = new RedisStore({ url: REDIS_URL, prefix, replica });
+        stores.push(store);
+        await store.start();
+        return new Governor({ lanes, store });
+      }),
+    );
+    const flood = await a!.acquire("chat", { priority: "bulk", tokens: 4000 });
+    const aborts = new AbortController();
+    let bulkGranted = false;
+    const bulk = b!
+      .acquire("chat", { priority: "bulk", tokens: 500, signal: aborts.signal })
+      .then((l) => {
+        bulkGranted = true;
+        l.release();
+      })
+      .catch(() => {});
+    for (let i = 0; i < 5; i++) await tick();
+    assert.equal(bulkGranted, false, "b's bulk call would take the fleet's bucket below its reserve");
+    const chat = await b!.acquire("chat", { priority: "interactive", tokens: 1500 });
+    assert.equal(chat.lane, "chat", "b's interactive call takes from the reserve");
+    const [level] = (await runScript(redis, "levels", [`{${prefix}}:r:tpm:lane:chat`], [TPM])) as [string];
+    assert.ok(Number(level) < 2000 - 1000, `the fleet's level went below the reserve: ${level}`);
+    assert.equal(bulkGranted, false);
+    aborts.abort();
+    await bulk;
+    chat.release();
+    flood.release();
+    a!.close();
+    b!.close();
     redis.disconnect();
   });
 });

@@ -8,9 +8,11 @@
 -- ARGV[1]                    replica id
 -- ARGV[2], ARGV[3]           c, b
 -- ARGV[4..c+3]               each concurrency budget's limit for this call
--- ARGV[c+4..c+2b+3]          each bucket's capacity, then the amount this call takes from it
+-- ARGV[c+4..c+3b+3]          each bucket's capacity, the amount this call takes from it, and the
+--                            level it must leave there: the bucket's interactive reserve, 0 for a
+--                            call whose own class is interactive (DESIGN §1.1)
 -- Optionally (priority across replicas): KEYS[#KEYS] the waiters hash of the first concurrency
--- budget (the lane's, `{P}:w:<budget>`) and ARGV[c+2b+4] this call's effective class (0 =
+-- budget (the lane's, `{P}:w:<budget>`) and ARGV[c+3b+4] this call's effective class (0 =
 -- interactive). Then the first budget also refuses when its calls in flight plus the waiters
 -- other live replicas advertise there with a strictly better class reach its limit: room is
 -- left for them.
@@ -23,7 +25,7 @@ local replicas_key = KEYS[1]
 local replica = ARGV[1]
 local c = tonumber(ARGV[2])
 local b = tonumber(ARGV[3])
-local ranked = #ARGV == c + 2 * b + 4
+local ranked = #ARGV == c + 3 * b + 4
 local rank = ranked and tonumber(ARGV[#ARGV]) or 0
 local last_pause = #KEYS
 if ranked then last_pause = #KEYS - 1 end
@@ -44,10 +46,11 @@ for i = 1, c do
 end
 local levels = {}
 for j = 1, b do
-  local cap = tonumber(ARGV[c + 2 * j + 2])
-  local amount = tonumber(ARGV[c + 2 * j + 3])
+  local cap = tonumber(ARGV[c + 3 * j + 1])
+  local amount = tonumber(ARGV[c + 3 * j + 2])
+  local floor = tonumber(ARGV[c + 3 * j + 3])
   levels[j] = bucket_level(KEYS[c + j + 1], cap, now)
-  if full == 0 and levels[j] < amount then full = c + j end
+  if full == 0 and levels[j] - amount < floor then full = c + j end
 end
 local pauses = {}
 for p = 1, last_pause - c - b - 1 do
@@ -61,8 +64,8 @@ if full == 0 then
     redis.call('HINCRBY', KEYS[i + 1], replica, 1)
   end
   for j = 1, b do
-    local cap = tonumber(ARGV[c + 2 * j + 2])
-    levels[j] = levels[j] - tonumber(ARGV[c + 2 * j + 3])
+    local cap = tonumber(ARGV[c + 3 * j + 1])
+    levels[j] = levels[j] - tonumber(ARGV[c + 3 * j + 2])
     bucket_store(KEYS[c + j + 1], levels[j], cap, now)
   end
 else
