@@ -9,10 +9,8 @@
  * waits; `confirm` then runs one script over every fleet budget of the path (one round trip,
  * Redis time, all or nothing). A refusal rolls the local take back and refreshes the mirror from
  * the script's answer, so the waiter stays queued until a release somewhere frees room: releases
- * (batched per event-loop turn, `fleet-releases.ts`) publish the budgets they freed while another
- * replica waits, and every heartbeat re-reads the fleet (the polling fallback). A replica that
- * starts waiting re-reads the fleet at once, after its entry in the waiting index: a release that
- * published nothing because nobody waited yet is in that answer.
+ * publish the budgets they freed while another replica waits (`fleet-releases.ts`), a replica that
+ * starts waiting re-reads the fleet, and every heartbeat does (the polling fallback).
  *
  * Crash safety: a replica's counts live under its lease in the replicas set, renewed by one
  * heartbeat every `leaseTtlMs ÷ 3`; a replica killed with SIGKILL stops renewing and its counts
@@ -44,6 +42,7 @@ import { FleetReleases } from "./fleet-releases.js";
 import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
+import { type BatchedClient, turnPipelined } from "./redis-batch.js";
 import { connectRedis, type FleetConnection } from "./redis-connection.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { isReplyCode, runScript } from "./redis-scripts.js";
@@ -60,6 +59,7 @@ export class RedisStore implements Store {
   /** The clock answers from Redis are read on: the Governor's (`useClock`). */
   #clock: Clock = systemClock;
   readonly #client: FleetConnection;
+  readonly #batched: BatchedClient; // #client's scripts, one write per event-loop turn (not ioredis's)
   readonly #subscriber: FleetConnection;
   readonly #ttlMs: number;
   readonly #policy: OnStoreError;
@@ -105,10 +105,11 @@ export class RedisStore implements Store {
       enableOfflineQueue: false,
       lazyConnect: true,
     };
-    this.#client = connectRedis(options.url, { ...common, enableAutoPipelining: true });
+    this.#client = connectRedis(options.url, { ...common, enableAutoPipelining: false });
+    this.#batched = turnPipelined(this.#client, () => this.#releases.flush());
     this.#subscriber = connectRedis(options.url, { ...common, enableOfflineQueue: true });
     const link: FleetLink = {
-      client: this.#client,
+      client: this.#batched,
       replica: this.replica,
       connected: () => this.#mode === "connected",
       failed: () => this.#failed(),
@@ -302,7 +303,7 @@ export class RedisStore implements Store {
     const heard = this.#mirror.heard(keys);
     try {
       const reply = (await runScript(
-        this.#client,
+        this.#batched,
         "heartbeat",
         [this.#replicasKey, ...keys],
         [this.replica, this.#ttlMs, ...counts],
@@ -322,7 +323,7 @@ export class RedisStore implements Store {
   /** The grant script (`runGrant`); a replica Redis has forgotten re-registers, then asks once more. */
   async #grant(ask: Omit<GrantRequest, "replicasKey" | "replica">): Promise<unknown[]> {
     const request: GrantRequest = { ...ask, replicasKey: this.#replicasKey, replica: this.replica };
-    const run = () => runGrant(this.#client, request);
+    const run = () => runGrant(this.#batched, request);
     try {
       return await run();
     } catch (error) {
@@ -336,7 +337,7 @@ export class RedisStore implements Store {
   async #refreshRates(): Promise<void> {
     const known = this.#rates.all();
     if (known.keys.length === 0) return;
-    const reply = (await runScript(this.#client, "levels", known.keys, known.caps)) as unknown[];
+    const reply = (await runScript(this.#batched, "levels", known.keys, known.caps)) as unknown[];
     this.#rates.refreshed(known, reply, this.#clock.now());
   }
 
