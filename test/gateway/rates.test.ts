@@ -3,8 +3,8 @@
  * provider simulator (src/sim/provider.ts), with the gateway's Governor and the provider's
  * buckets on one ManualClock: reserve the estimate at the grant, reconcile with the answer's
  * usage (JSON, SSE, a stream without usage), refuse at once what can never fit or not in time,
- * `max_tokens` absent or absurd, the RateLimit headers, and an account paused by a provider 429
- * and resuming at the reset.
+ * `max_tokens` absent or absurd, the RateLimit headers, the interactive reserve bulk calls leave,
+ * and an account paused by a provider 429 and resuming at the reset.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
@@ -130,6 +130,40 @@ describe("gateway: token budgets", SUITE, () => {
     const retry = Number(a.headers["retry-after"]);
     assert.ok(retry >= 29 && retry <= 36, `Retry-After ${retry} s ≈ the 29 s refill (+ jitter)`);
     assert.equal(r.provider.stats().served, 1);
+  });
+});
+
+describe("gateway: the interactive reserve of a token bucket", SUITE, () => {
+  test("bulk traffic drains tpm down to the reserve; the next bulk call is refused, an interactive one is answered at once", async () => {
+    // 1 slot of 8 kept for interactive callers keeps 1/8 of tpm: 1000 of 8000 tokens (133 a second).
+    const r = await rig({}, (url) => ({
+      models: [model("m", url, { reserve: 1, tpm: 8000, queue_timeout_s: 2 })],
+    }));
+    assert.equal(lane(r).tokens!.reserve, 1000);
+    const bulk = { headers: { "x-sluice-priority": "bulk" } };
+    const flood = (maxTokens: number) =>
+      call(r.url, "/v1/chat/completions", { body: chatBody("m", "x", { max_tokens: maxTokens }), ...bulk });
+    for (let i = 0; i < 3; i++) assert.equal((await flood(2300)).status, 200);
+    const left = lane(r).tokens!.available;
+    assert.ok(left >= 1000 && left < 1100, `bulk took the bucket to just above its reserve: ${left}`);
+    // A bulk call of 500 must leave the 1000 kept: 500 + 1000 − left more tokens, past the 2 s bound.
+    const refused = await flood(500);
+    const e = assertRefusal(refused, 429, "rate_limit");
+    assert.match(String(e.message), /leave the 1000 kept for interactive calls/);
+    const retryS = Math.ceil(((1500 - left) * 60) / 8000);
+    const retry = Number(refused.headers["retry-after"]);
+    assert.ok(
+      retry >= retryS && retry <= retryS + 2,
+      `Retry-After ${retry} s ≈ the ${retryS} s refill to 500 + 1000`,
+    );
+    // The interactive call takes from the reserve at once: nothing waits, nothing is refused.
+    const chat = await call(r.url, "/v1/chat/completions", {
+      body: chatBody("m", "x", { max_tokens: 600 }),
+      headers: { "x-sluice-priority": "interactive" },
+    });
+    assert.equal(chat.status, 200, chat.text);
+    assert.ok(lane(r).tokens!.available < 1000, "the reserve was used");
+    assert.equal(r.provider.stats().served, 4);
   });
 });
 
