@@ -176,3 +176,22 @@ export function connectRedis(url: string, options: RedisOptions): FleetConnectio
     redisOptions: { ...node, ...auth },
   });
 }
+
+/**
+ * The fleet store's two connections to `url`: one for its scripts (pipelined per event-loop turn
+ * by `turnPipelined`, so not by ioredis, whose batches wait for `setImmediate`) and one
+ * subscribed to the fleet's channels. RESP2 explicitly (ioredis 6 defaults to RESP3); commands
+ * fail fast so an outage is seen within a heartbeat instead of queueing without end.
+ */
+export function fleetConnections(url: string): [client: FleetConnection, subscriber: FleetConnection] {
+  const common = {
+    protocol: 2 as const,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  };
+  return [
+    connectRedis(url, { ...common, enableAutoPipelining: false }),
+    connectRedis(url, { ...common, enableOfflineQueue: true }),
+  ];
+}

@@ -34,7 +34,7 @@ import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetAccounts } from "./fleet-accounts.js";
-import { type GrantRequest, runGrant } from "./fleet-grant.js";
+import { FleetGrants, type GrantRequest } from "./fleet-grant.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { FleetPods } from "./fleet-pods.js";
 import { type FleetLink, FleetRates } from "./fleet-rates.js";
@@ -43,7 +43,7 @@ import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { type BatchedClient, turnPipelined } from "./redis-batch.js";
-import { connectRedis, type FleetConnection } from "./redis-connection.js";
+import { type FleetConnection, fleetConnections } from "./redis-connection.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { isReplyCode, runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
@@ -72,6 +72,7 @@ export class RedisStore implements Store {
   readonly #pods: FleetPods;
   readonly #waiters: FleetWaiters;
   readonly #releases: FleetReleases;
+  readonly #grants: FleetGrants;
   readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
@@ -97,17 +98,12 @@ export class RedisStore implements Store {
     this.#channel = `${tag}:released`;
     this.#mirror = new FleetMirror(tag);
     this.#rates = new FleetRates(tag);
-    // RESP2 explicitly (ioredis 6 defaults to RESP3); fail fast so an outage is seen within a
-    // heartbeat instead of commands queueing without end.
-    const common = {
-      protocol: 2 as const,
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      lazyConnect: true,
-    };
-    this.#client = connectRedis(options.url, { ...common, enableAutoPipelining: false });
-    this.#batched = turnPipelined(this.#client, () => this.#releases.flush());
-    this.#subscriber = connectRedis(options.url, { ...common, enableOfflineQueue: true });
+    [this.#client, this.#subscriber] = fleetConnections(options.url);
+    this.#batched = turnPipelined(this.#client, () => {
+      this.#grants.flush();
+      this.#releases.flush();
+    });
+    this.#grants = new FleetGrants(this.#batched, () => process.nextTick(() => this.#grants.flush()));
     const link: FleetLink = {
       client: this.#batched,
       replica: this.replica,
@@ -323,7 +319,7 @@ export class RedisStore implements Store {
   /** The grant script (`runGrant`); a replica Redis has forgotten re-registers, then asks once more. */
   async #grant(ask: Omit<GrantRequest, "replicasKey" | "replica">): Promise<unknown[]> {
     const request: GrantRequest = { ...ask, replicasKey: this.#replicasKey, replica: this.replica };
-    const run = () => runGrant(this.#batched, request);
+    const run = () => this.#grants.ask(request);
     try {
       return await run();
     } catch (error) {

@@ -5,7 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import fc from "fast-check";
 import type { Redis } from "ioredis";
+import { FleetGrants, type GrantRequest } from "../../src/store/fleet-grant.js";
 import { isReplyCode, runScript } from "../../src/store/redis-scripts.js";
 import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
@@ -148,5 +150,67 @@ describe("fleet store scripts (real Redis)", () => {
     assert.deepEqual([await redis!.hget(lane, "r7"), await redis!.hget(pod, "r7")], ["1", null]);
     await runScript(redis!, "release", [waiting, lane], ["r7", "", 1]);
     assert.equal(await redis!.hget(lane, "r7"), null);
+  });
+
+  test("the grants of one turn in one script answer and take exactly as they would one by one (property)", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    const requestArb = fc.record({
+      pod: fc.boolean(),
+      laneLimit: fc.integer({ min: 1, max: 4 }),
+      podLimit: fc.integer({ min: 1, max: 4 }),
+      ranked: fc.boolean(),
+      effective: fc.integer({ min: 0, max: 2 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(requestArb, { minLength: 2, maxLength: 8 }),
+        fc.nat(2),
+        fc.tuple(fc.nat(2), fc.nat(2), fc.nat(2)),
+        async (asks, othersHold, othersWait) => {
+          // The same fleet twice: one prefix granted one script per grant, the other in one batch.
+          const run = async (batched: boolean) => {
+            const T = `{${uniquePrefix()}}`;
+            const keys = {
+              replicas: `${T}:replicas`,
+              lane: `${T}:b:lane:x`,
+              pod: `${T}:b:pod:p`,
+              w: `${T}:w:lane:x`,
+            };
+            for (const r of ["me", "other"])
+              await runScript(redis!, "heartbeat", [keys.replicas], [r, 60_000]);
+            if (othersHold > 0) await redis!.hset(keys.lane, "other", othersHold);
+            await redis!.hset(keys.w, "other", othersWait.join(" "));
+            const requests: GrantRequest[] = asks.map((a) => ({
+              replicasKey: keys.replicas,
+              replica: "me",
+              keys: a.pod ? [keys.lane, keys.pod] : [keys.lane],
+              limits: a.pod ? [a.laneLimit, a.podLimit] : [a.laneLimit],
+              metered: null,
+              waitKey: a.ranked ? keys.w : undefined,
+              effective: a.effective,
+            }));
+            const grants = new FleetGrants(redis!, () => {});
+            let answers: unknown[];
+            if (batched) {
+              const pending = requests.map((r) => grants.ask(r));
+              grants.flush();
+              answers = await Promise.all(pending);
+            } else {
+              answers = [];
+              for (const r of requests) {
+                const one = grants.ask(r);
+                grants.flush(); // alone in its turn: its own script
+                answers.push(await one);
+              }
+            }
+            const held = [await redis!.hgetall(keys.lane), await redis!.hgetall(keys.pod)];
+            await redis!.del(...Object.values(keys));
+            return { answers, held };
+          };
+          assert.deepEqual(await run(true), await run(false));
+        },
+      ),
+      { numRuns: 30 },
+    );
   });
 });

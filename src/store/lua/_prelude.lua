@@ -62,18 +62,18 @@ local function bucket_store(key, level, cap, now)
 end
 
 -- Waiters the other live replicas advertise on a lane budget ({P}:w:<budget> hash: replica id ->
--- "interactive default bulk" counts, effective classes) of a class strictly better than `rank`
--- (0 = interactive). Fields of dead replicas are dropped on the way, like their counts.
-local function better_waiting(replicas_key, key, replica, rank, now)
+-- "interactive default bulk" counts, effective classes), summed per class: { interactive,
+-- default, bulk }. Fields of dead replicas are dropped on the way, like their counts.
+local function waiting_by_class(replicas_key, key, replica, now)
   local fields = redis.call('HGETALL', key)
-  local sum = 0
+  local counts = { 0, 0, 0 }
   for i = 1, #fields, 2 do
     local other = fields[i]
     if other ~= replica then
       if alive(replicas_key, other, now) then
-        local class = 0
+        local class = 1
         for n in string.gmatch(fields[i + 1], '%d+') do
-          if class < rank then sum = sum + tonumber(n) end
+          if class <= 3 then counts[class] = counts[class] + tonumber(n) end
           class = class + 1
         end
       else
@@ -81,5 +81,17 @@ local function better_waiting(replicas_key, key, replica, rank, now)
       end
     end
   end
+  return counts
+end
+
+-- Of `counts` (waiting_by_class), the waiters of a class strictly better than `rank` (0 = interactive).
+local function better_than(counts, rank)
+  local sum = 0
+  for class = 1, rank do sum = sum + counts[class] end
   return sum
+end
+
+-- The other live replicas' waiters on a lane budget of a class strictly better than `rank`.
+local function better_waiting(replicas_key, key, replica, rank, now)
+  return better_than(waiting_by_class(replicas_key, key, replica, now), rank)
 end
