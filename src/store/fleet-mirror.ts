@@ -17,6 +17,7 @@ type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget;
 export class FleetMirror {
   readonly #keyOf = new Map<Budget, string>();
   readonly #byKey = new Map<string, Shared>();
+  readonly #waitKeyOf = new Map<Budget, string>();
   /** This replica's count on each key, as Redis has it. */
   readonly #mine = new Map<string, number>();
   /** Release messages heard per key, ever: to discount those a script's answer may predate. */
@@ -73,8 +74,13 @@ export class FleetMirror {
   waitKey(budget: Budget): string | undefined {
     if (budget instanceof Pod || budget instanceof AdmissionBudget || budget instanceof AccountBudget)
       return undefined;
-    const key = this.#keyOf.get(budget);
-    return key?.replace(`${this.tag}:b:`, `${this.tag}:w:`);
+    // Asked at every grant: made once per budget (a budget's key never changes).
+    let waitKey = this.#waitKeyOf.get(budget);
+    if (waitKey === undefined) {
+      waitKey = this.#keyOf.get(budget)?.replace(`${this.tag}:b:`, `${this.tag}:w:`);
+      if (waitKey !== undefined) this.#waitKeyOf.set(budget, waitKey);
+    }
+    return waitKey;
   }
 
   /**
