@@ -6,6 +6,7 @@
 import { AccountBudget } from "./account.js";
 import type { Budget } from "./budget.js";
 import type { Lane } from "./lane.js";
+import { INTERACTIVE, type Rank } from "./priority.js";
 import { MINUTE_MS, RateBudget } from "./rate-budget.js";
 
 /** One bucket's numbers now. */
@@ -16,7 +17,10 @@ export interface RateLimitInfo {
   name: string;
   unit: "tokens" | "requests";
   perMinute: number;
-  /** What it holds now, in whole units (0 while in debt). */
+  /**
+   * What a call of the class asked about may still take now, in whole units: the level, less the
+   * interactive reserve for a call that is not interactive (0 while in debt or at the reserve).
+   */
   remaining: number;
   /** Until it is full again, in ms. */
   resetMs: number;
@@ -35,7 +39,7 @@ export function bucketsOf(b: Budget): RateBudget[] {
 }
 
 /** Every bucket on `lane`'s path, with its numbers at `nowMs`. */
-export function rateLimitsOf(lane: Lane, nowMs: number): RateLimitInfo[] {
+export function rateLimitsOf(lane: Lane, nowMs: number, rank: Rank = INTERACTIVE): RateLimitInfo[] {
   const out: RateLimitInfo[] = [];
   for (const budget of lane.metered) {
     const scope = budget instanceof AccountBudget ? "account" : "lane";
@@ -46,7 +50,7 @@ export function rateLimitsOf(lane: Lane, nowMs: number): RateLimitInfo[] {
         name: budget.name,
         unit: b.unit,
         perMinute: b.perMinute,
-        remaining: Math.max(0, Math.floor(level)),
+        remaining: Math.max(0, Math.floor(level - b.floorFor(rank))),
         resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
       });
     }

@@ -247,11 +247,14 @@ export class Governor {
 
   /**
    * The token and request buckets a call on `lane` crosses now (its own `tpm` / `rpm`, then its
-   * account's): what the gateway's `RateLimit` and `x-ratelimit-*` answer headers report.
+   * account's): what the gateway's `RateLimit` and `x-ratelimit-*` answer headers report. What
+   * `remaining` says is for a call of class `priority`: a class other than interactive may not
+   * take the buckets' interactive reserve, so it is told what it can use. **Default:** interactive
+   * (the whole level).
    */
-  rateLimits(lane: string): RateLimitInfo[] {
+  rateLimits(lane: string, priority: Priority = "interactive"): RateLimitInfo[] {
     const l = this.#registry.lanes.get(lane);
-    return l === undefined ? [] : rateLimitsOf(l, this.#clock.now());
+    return l === undefined ? [] : rateLimitsOf(l, this.#clock.now(), rankOrThrow(priority));
   }
 
   /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */

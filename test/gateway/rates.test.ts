@@ -143,8 +143,12 @@ describe("gateway: the interactive reserve of a token bucket", SUITE, () => {
     const bulk = { headers: { "x-sluice-priority": "bulk" } };
     const flood = (maxTokens: number) =>
       call(r.url, "/v1/chat/completions", { body: chatBody("m", "x", { max_tokens: maxTokens }), ...bulk });
-    for (let i = 0; i < 3; i++) assert.equal((await flood(2300)).status, 200);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await flood(2300));
+    for (const a of answers) assert.equal(a.status, 200);
     const left = lane(r).tokens!.available;
+    // A bulk caller is told what it may still take: the level less the reserve it must leave.
+    assert.equal(answers[2]!.headers["x-ratelimit-remaining-tokens"], String(Math.floor(left - 1000)));
     assert.ok(left >= 1000 && left < 1100, `bulk took the bucket to just above its reserve: ${left}`);
     // A bulk call of 500 must leave the 1000 kept: 500 + 1000 − left more tokens, past the 2 s bound.
     const refused = await flood(500);
@@ -162,6 +166,8 @@ describe("gateway: the interactive reserve of a token bucket", SUITE, () => {
       headers: { "x-sluice-priority": "interactive" },
     });
     assert.equal(chat.status, 200, chat.text);
+    // An interactive caller may use the whole bucket, and is told so.
+    assert.equal(chat.headers["x-ratelimit-remaining-tokens"], String(Math.floor(lane(r).tokens!.available)));
     assert.ok(lane(r).tokens!.available < 1000, "the reserve was used");
     assert.equal(r.provider.stats().served, 4);
   });
