@@ -41,6 +41,8 @@ export interface WorkersOptions {
   connections: number;
   warmupMs: number;
   durationMs: number;
+  /** Where each gateway process writes a V8 CPU profile (`node --cpu-prof`), or none. */
+  cpuProfDir?: string;
 }
 
 /** Compiles src/ into BUILD_DIR as `npm run build` would; false when no CLI came out. */
@@ -98,11 +100,16 @@ models:
 }
 
 /** Starts `sluice serve --workers N`; resolves once every worker said it listens. */
-function serve(file: string, workers: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, "serve", "--config", file, "--workers", String(workers)], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+function serve(file: string, workers: number, cpuProfDir?: string): Promise<ChildProcess> {
+  const prof = cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`];
+  const child = spawn(
+    process.execPath,
+    [...prof, CLI, "serve", "--config", file, "--workers", String(workers)],
+    {
+      cwd: root,
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   return new Promise((resolve, reject) => {
     let text = "";
     const t = setTimeout(() => reject(new Error(`sluice serve did not start in 20 s:\n${text}`)), 20_000);
@@ -197,7 +204,7 @@ export async function benchWorkers(o: WorkersOptions, log: (line: string) => voi
       const port = await freePort();
       const file = join(dir, `${p.store}-${p.workers}.yaml`);
       writeFileSync(file, config(pod.url, port, p.store === "memory" ? "memory" : o.redisUrl, o.prefix));
-      const gateway = await serve(file, p.workers);
+      const gateway = await serve(file, p.workers, o.cpuProfDir);
       try {
         const { result, cpu } = await load(
           loadgen,

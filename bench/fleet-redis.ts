@@ -12,7 +12,8 @@
  * 127.0.0.1. Bounded: about 3½ minutes (`--quick`: about 2).
  *
  * Flags: --quick (short windows, one round), --rounds=N (closed-loop rounds; the median is
- * reported), --only=library,workers, --callers=1,64.
+ * reported), --only=library,workers, --callers=1,64, --cpu-prof=DIR (a V8 CPU profile of each
+ * gateway process of the workers part, for bench/gateway/profile.ts).
  */
 import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -38,6 +39,8 @@ const QUICK = argv.includes("--quick");
 const ROUNDS = Number(flag("rounds") ?? (QUICK ? 1 : 3));
 const ONLY = (flag("only") ?? "library,workers").split(",");
 const CALLERS = (flag("callers") ?? "1,64").split(",").map(Number);
+/** `--cpu-prof=DIR`: each gateway process of the workers part writes a CPU profile there. */
+const CPU_PROF = flag("cpu-prof");
 const WARM_MS = QUICK ? 200 : 300;
 const WINDOW_MS = QUICK ? 700 : 1500;
 const PACED_RATE = 5000;
@@ -161,6 +164,7 @@ async function main(): Promise<number> {
             connections: 32,
             warmupMs: QUICK ? 500 : 1000,
             durationMs: QUICK ? 2000 : 5000,
+            ...(CPU_PROF === undefined ? {} : { cpuProfDir: CPU_PROF }),
           },
           log,
         );
