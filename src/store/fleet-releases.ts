@@ -16,6 +16,8 @@ export class FleetReleases {
   /** Slots given back locally and not yet sent, per budget key. */
   readonly #pending = new Map<string, number>();
   #scheduled = false;
+  /** Releases ever given to `add`: a grant refused while one was given may have been refused for it. */
+  given = 0;
 
   constructor(
     readonly link: FleetLink,
@@ -27,6 +29,7 @@ export class FleetReleases {
 
   /** One slot given back on each of `keys`: sent with the rest of this turn's releases. */
   add(keys: readonly string[]): void {
+    this.given++;
     for (const key of keys) this.#pending.set(key, (this.#pending.get(key) ?? 0) + 1);
     if (this.#scheduled) return;
     this.#scheduled = true;

@@ -225,8 +225,10 @@ export class RedisStore implements Store {
     if (this.#mode === "open" || this.#mode === "local") return this.#rates.unconfirmed(metered);
     const heard = this.#mirror.heard(fleet.keys);
     this.#releases.flushFor(fleet.keys, fleet.spare);
-    // A release of this path still unsent reaches Redis after the grant: if that refuses, look again.
+    // A release still unsent, or given while the grant is asked, reaches Redis after it: if that
+    // refuses, look again (nothing else would: the slot was freed here already).
     const unsent = this.#releases.holds(fleet.keys);
+    const given = this.#releases.given;
     let reply: unknown[];
     try {
       reply = await this.#grant({ ...fleet, metered, effective });
@@ -244,7 +246,8 @@ export class RedisStore implements Store {
     if (!granted) {
       // Better waiters on other replicas (last in a ranked answer): leave their room too.
       if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
-      if (freed || unsent) setImmediate(() => this.#changes.emit()); // room freed meanwhile: look again, after the requeue
+      const gave = unsent || this.#releases.given !== given;
+      if (freed || gave) setImmediate(() => this.#changes.emit()); // after the requeue
       return false;
     }
     this.#mirror.confirmed(fleet.keys, +1);

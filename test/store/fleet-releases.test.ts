@@ -150,6 +150,28 @@ describe("fleet releases (real Redis)", () => {
     granted.release();
   });
 
+  test("a grant asked before a release of the same turn and refused for its slot is asked again", async (t) => {
+    redis = redis ?? (await redisOrSkip(t));
+    if (redis === null) return;
+    const prefix = uniquePrefix();
+    prefixes.push(prefix);
+    const r = await replica(prefix, "r", lane(2));
+    const o = await replica(prefix, "o", lane(2));
+    const first = await r.gov!.acquire("chat"); // its answer: nobody else holds any
+    const onO = await o.gov!.acquire("chat"); // unknown to R: the lane is full in Redis
+    // One turn: R grants locally (it believes 1 of 2 is held), then gives its first slot back.
+    // Redis gets the grant first (full: refused) and the release after it.
+    const second = r.gov!.acquire("chat");
+    first.release();
+    const granted = await Promise.race([
+      second,
+      new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref()),
+    ]);
+    assert.ok(granted !== null, "granted on the second ask, without a heartbeat");
+    granted.release();
+    onO.release();
+  });
+
   test("releases batched in one turn give back exactly what was taken (property)", async (t) => {
     redis = redis ?? (await redisOrSkip(t));
     if (redis === null) return;
