@@ -45,10 +45,13 @@ describe("the OpenAI SDK with createSluiceFetch", SUITE, () => {
         .create({ model: "m", messages: [{ role: "user", content: `q${i}` }] })
         .withResponse(),
     );
-    await waitFor("the first attempts to be refused or held", () => recorder.arrivals.length === 30);
+    // Bounds for a hang, not measures: the SDK's and the gateway's first calls are slow on a busy
+    // machine (the 30 took 1.1–2.1 s to arrive at load ~10, and over 3 s in a full-suite run).
+    await waitFor("the first attempts to be refused or held", () => recorder.arrivals.length === 30, 15_000);
     await waitFor(
       "the refusals to end",
       () => recorder.arrivals.filter((a) => a.status === 429).length === 22,
+      15_000,
     );
     gated.open();
     (await Promise.all(answers)).forEach(({ data, response }, i) => {
