@@ -20,8 +20,18 @@ import { type SimOptions, type SimServer, startSim } from "../../src/sim/server.
  */
 export const SUITE = { timeout: 20_000 } as const;
 
+/**
+ * How long a wait may take before it fails: a bound for a hang, generous for a loaded 2-core
+ * machine (3 s was not: a full-suite CI-like run saw 30 calls take longer to reach a gateway).
+ */
+export const WAIT_BOUND_MS = 10_000;
+
 /** Polls `predicate` until true; fails naming `what` after `timeoutMs` (a bound, not an assertion on time). */
-export async function waitFor(what: string, predicate: () => boolean, timeoutMs = 3000): Promise<void> {
+export async function waitFor(
+  what: string,
+  predicate: () => boolean,
+  timeoutMs = WAIT_BOUND_MS,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -295,7 +305,7 @@ export async function rawConnect(port: number, head?: string): Promise<RawExchan
     received: () => text,
     closed,
     isClosed: () => done,
-    async waitFor(pattern: RegExp, timeoutMs = 3000) {
+    async waitFor(pattern: RegExp, timeoutMs = WAIT_BOUND_MS) {
       await waitFor(
         `raw answer matching ${pattern} (got ${JSON.stringify(text.slice(0, 200))})`,
         () => pattern.test(text),

@@ -2,8 +2,11 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { request } from "undici";
 
-/** Polls `predicate` until true; fails naming `what` after `timeoutMs` (a bound, not an assertion on time). */
-export async function waitFor(what: string, predicate: () => boolean, timeoutMs = 3000): Promise<void> {
+/**
+ * Polls `predicate` until true; fails naming `what` after `timeoutMs` (a bound for a hang, not an
+ * assertion on time: generous for a loaded 2-core machine, like test/gateway/helpers.ts's).
+ */
+export async function waitFor(what: string, predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
