@@ -281,7 +281,7 @@ function report(
 
 /**
  * `--pairs=N [--peer=NAME]`: only N uncontended acquire → release pairs of one peer (sluice by
- * default), after a fixed warm-up of 50,000, for an instruction count that the machine's load
+ * default), after a fixed warm-up of 3 × 50,000, for an instruction count that the machine's load
  * cannot move (docs/bench.md):
  *
  *   SLUICE_CALLGRIND=1 valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p \
@@ -294,7 +294,12 @@ async function pairs(n: number, peerName: string): Promise<void> {
   const peer = PEERS.find((p) => p.name === peerName);
   if (peer === undefined)
     throw new Error(`--peer=${peerName}: no such peer (${PEERS.map((p) => p.name).join(", ")})`);
-  await peer.uncontended(50_000); // warm-up, a fixed size: the JIT's tiers settle before the measured pairs
+  // Warm-up, a fixed size, on three instances in turn (each call makes a new one): the JIT's
+  // tiers settle, and so do the deoptimizations a new instance's first calls cause, before the
+  // measured pairs. With one warm-up instance, optimized code compiled for it was thrown away
+  // and recompiled inside the measured window, and that compilation (on V8's background thread,
+  // which callgrind counts) moved the count by ±300 instructions a pair from run to run.
+  for (let i = 0; i < 3; i++) await peer.uncontended(50_000);
   // Under callgrind, dump the counts before and after the measured pairs: the second dump is
   // the pairs alone (start-up, compilation and warm-up are in the first).
   const dump = () => {

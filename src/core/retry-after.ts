@@ -12,14 +12,23 @@ export const MIN_RETRY_AFTER_MS = 1000;
 
 /** Smoothed mean of how long leases are held; the drain-rate measurement. */
 export class HoldTime {
-  /** Mean hold in ms, `undefined` before the first sample. */
-  meanMs: number | undefined = undefined;
+  /**
+   * The mean, in a field that only ever holds numbers: V8 keeps such a field as an unboxed
+   * double, where a field that starts `undefined` stores every fractional mean as a new heap
+   * number (one allocation per release, recorded on every lease's end).
+   */
+  #mean = 0;
   samples = 0;
+
+  /** Mean hold in ms, `undefined` before the first sample. */
+  get meanMs(): number | undefined {
+    return this.samples === 0 ? undefined : this.#mean;
+  }
 
   /** Folds in one lease's hold time (EWMA, α = 0.1: about the last ten releases dominate). */
   record(ms: number): void {
+    this.#mean = this.samples === 0 ? ms : this.#mean + 0.1 * (ms - this.#mean);
     this.samples++;
-    this.meanMs = this.meanMs === undefined ? ms : this.meanMs + 0.1 * (ms - this.meanMs);
   }
 }
 

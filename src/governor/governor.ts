@@ -14,7 +14,7 @@ import { type Lease, Ticket, type TicketOwner } from "../core/lease.js";
 import { type GovernorOptions, type ResolvedOptions, resolveGovernorOptions } from "../core/options.js";
 import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
 import type { Pod } from "../core/pod.js";
-import { type Priority, type Rank, rankOrThrow } from "../core/priority.js";
+import { DEFAULT_RANK, type Priority, type Rank, rankOrThrow } from "../core/priority.js";
 import { type RateLimitInfo, rateLimitsOf } from "../core/rate-limits.js";
 import {
   type GrantEvent,
@@ -39,6 +39,8 @@ import { Waiters } from "./waiters.js";
 const grantChannel = channel("sluice:lease:grant");
 const releaseChannel = channel("sluice:lease:release");
 const SUCCESS: Outcome = { kind: "success" };
+/** `acquire()` without options reads this one object instead of allocating `{}` per call. */
+const NO_OPTIONS: AcquireOptions = Object.freeze({});
 
 /**
  * One executor for every waiting acquire: it hands out the promise's resolve function without
@@ -138,26 +140,28 @@ export class Governor {
    * `QueueFullError` / `KeyLimitError` when sluice says no, later with `QueueTimeoutError`, or with
    * `signal.reason` on abort. Queue wait never counts toward the call's own timeout.
    */
-  acquire(lane: string, options: AcquireOptions = {}): Promise<Lease> {
+  acquire(lane: string, options: AcquireOptions = NO_OPTIONS): Promise<Lease> {
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const first = this.#registry.lane(lane);
     if (first === null) return Promise.resolve(this.#registry.passThrough.get(lane)!);
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
-    const priority = options.priority ?? currentPriority() ?? "default";
-    let asked: Rank;
-    try {
-      asked = rankOrThrow(priority);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    const priority = options.priority ?? currentPriority();
+    let asked: Rank = DEFAULT_RANK;
+    if (priority !== undefined)
+      try {
+        asked = rankOrThrow(priority);
+      } catch (error) {
+        return Promise.reject(error);
+      }
     const key = this.#registry.key(options.key);
     const rank = capped(asked, key);
     const tokens = tokenEstimate(options.tokens);
-    if (tokens instanceof Error) return Promise.reject(tokens);
+    // typeof, not instanceof: `instanceof` is a prototype-chain walk on every acquire.
+    if (typeof tokens !== "number") return Promise.reject(tokens);
     const now = this.#clock.now();
     const laneState = route(this.#registry, this.#scheduler, first, now, options.failFast === true);
-    if (!(laneState instanceof Lane)) return Promise.reject(laneState);
+    if (laneState !== first && !(laneState instanceof Lane)) return Promise.reject(laneState);
     const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
     t.tokens = tokens;
     if (signal !== undefined) t.abort = { signal, detach: null };
@@ -359,12 +363,27 @@ export class Governor {
     this.#timer.stop();
   }
 
-  /** Where this governor's leases report their endings; kept off the public surface. */
-  readonly #owner: TicketOwner = {
-    end: (t, failure, outcomeKnown) => this.#end(t, failure, outcomeKnown),
-    abandon: (t) => this.#waiters.abandon(t),
-    retry: (t, failure) => this.#waiters.retry(t, failure),
+  /**
+   * Where a governor's leases report their endings; kept off the public surface. One class for
+   * every governor (its methods reach the governor's private members from inside its body), not
+   * closures per governor: `lease.release()` then calls the same function whichever governor
+   * made the lease, where per-governor closures made that call site deoptimize ("wrong call
+   * target") each time a process used another governor.
+   */
+  static readonly #Owner = class implements TicketOwner {
+    constructor(readonly gov: Governor) {}
+    end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {
+      this.gov.#end(t, failure, outcomeKnown);
+    }
+    abandon(t: Ticket): void {
+      this.gov.#waiters.abandon(t);
+    }
+    retry(t: Ticket, failure: FailureInput | undefined): Promise<boolean> {
+      return this.gov.#waiters.retry(t, failure);
+    }
   };
+
+  readonly #owner: TicketOwner = new Governor.#Owner(this);
 
   /** A lease ended. */
   #end(t: Ticket, failure: FailureInput | undefined, outcomeKnown: boolean): void {

@@ -58,6 +58,9 @@ export class Registry {
   #options!: ResolvedOptions;
   /** Lanes created on first use from `defaults` (a reload applies the new defaults to them). */
   readonly #fromDefaults = new Set<string>();
+  /** `lane()`'s last answer, forgotten whenever `apply` changes which lanes exist. */
+  #lastName: string | undefined = undefined;
+  #lastLane: Lane<Ticket> | null = null;
 
   constructor(
     options: ResolvedOptions,
@@ -81,6 +84,8 @@ export class Registry {
   apply(options: ResolvedOptions): void {
     const specs = podSpecs(options);
     this.#options = options;
+    this.#lastName = undefined;
+    this.#lastLane = null;
     const store = this.store;
     const a = options.admission;
     if (a === undefined) this.admission = null;
@@ -119,10 +124,16 @@ export class Registry {
 
   /** The lane named `name`, created from the defaults on first use; null for a pass-through lane. */
   lane(name: string): Lane<Ticket> | null {
-    const lane = this.lanes.get(name);
-    if (lane !== undefined || this.passThrough.has(name)) return lane ?? null;
-    this.#fromDefaults.add(name);
-    return this.#upsert(name, this.#options.defaults);
+    // The last lane asked for, without a Map lookup: most callers use one lane over and over.
+    if (name === this.#lastName) return this.#lastLane;
+    let lane: Lane<Ticket> | null | undefined = this.lanes.get(name);
+    if (lane === undefined && !this.passThrough.has(name)) {
+      this.#fromDefaults.add(name);
+      lane = this.#upsert(name, this.#options.defaults);
+    }
+    this.#lastName = name;
+    this.#lastLane = lane ?? null;
+    return this.#lastLane;
   }
 
   /** The key's budget, or null for no key or one not configured (untracked). */
