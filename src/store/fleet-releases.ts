@@ -35,7 +35,7 @@ export class FleetReleases {
     this.#scheduled = true;
     process.nextTick(() => {
       this.#scheduled = false;
-      this.flush();
+      void this.flush();
     });
   }
 
@@ -51,23 +51,28 @@ export class FleetReleases {
    */
   flushFor(keys: readonly string[], spare: readonly number[]): void {
     if (this.#pending.size === 0) return;
-    if (keys.some((k, i) => (this.#pending.get(k) ?? 0) > spare[i]!)) this.flush();
+    if (keys.some((k, i) => (this.#pending.get(k) ?? 0) > spare[i]!)) void this.flush();
   }
 
-  /** Sends every pending release in one script; during an outage they are dropped (see `give`). */
-  flush(): void {
-    if (this.#pending.size === 0) return;
+  /** Sends every pending release in one script; resolves once Redis has them (or could not). */
+  flush(): Promise<void> {
+    if (this.#pending.size === 0) return Promise.resolve();
     const keys = [...this.#pending.keys()];
     const counts = [...this.#pending.values()];
     this.#pending.clear();
-    // While Redis is away the heartbeat that reconnects writes back exact counts instead.
-    if (!this.link.connected()) return;
-    runScript(
+    // Not sent while Redis is away (as `RedisStore.give` does): a heartbeat that re-registers a
+    // lost lease writes exact counts back; a lease that outlived the outage keeps them counted
+    // until it ends.
+    if (!this.link.connected()) return Promise.resolve();
+    return runScript(
       this.link.client,
       "release",
       [this.indexKey, ...keys],
       [this.link.replica, this.channel, ...counts],
-    ).catch(() => this.link.failed());
+    ).then(
+      () => {},
+      () => this.link.failed(),
+    );
   }
 }
 

@@ -101,7 +101,7 @@ export class RedisStore implements Store {
     [this.#client, this.#subscriber] = fleetConnections(options.url);
     this.#batched = turnPipelined(this.#client, () => {
       this.#grants.flush();
-      this.#releases.flush();
+      void this.#releases.flush();
     });
     this.#grants = new FleetGrants(this.#batched, () => process.nextTick(() => this.#grants.flush()));
     const link: FleetLink = {
@@ -149,7 +149,7 @@ export class RedisStore implements Store {
   /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    this.#releases.flush();
+    await this.#releases.flush(); // the last releases reach Redis before the connection closes
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());
   }
@@ -297,7 +297,7 @@ export class RedisStore implements Store {
 
   /** `full` false: the counts only, re-read as this replica starts waiting (sent synchronously). */
   async #beat(full: boolean): Promise<void> {
-    this.#releases.flush(); // before the counts below: a re-registration writes them after the release
+    void this.#releases.flush(); // before the counts below: a re-registration writes them after the release
     const { keys, counts, budgets } = this.#mirror.all();
     const heard = this.#mirror.heard(keys);
     try {
