@@ -54,13 +54,23 @@ describe("sim: OOM point", () => {
   });
 
   test("comes back after its downtime and serves again, OOM events counted", async () => {
-    const sim = await startSim({ maxNumSeqs: 8, oomAt: 1, oomDownMs: 100, serviceMs: 5, jitterSigma: 0 });
+    // The burst's calls never end by themselves, so the second is granted while the first runs
+    // however far apart they arrive (with a 5 ms service a loaded machine let the first finish
+    // first: no OOM, one answered); the call after the downtime is served at once.
+    const sim = await startSim({
+      maxNumSeqs: 8,
+      oomAt: 1,
+      oomDownMs: 100,
+      serviceMs: HOLD_MS,
+      jitterSigma: 0,
+    });
     try {
       const burst = await Promise.allSettled(
         [1, 2].map((i) => post(sim.url, "/v1/chat/completions", chatBody(`b${i}`))),
       );
       assert.ok(burst.every((b) => b.status === "rejected"));
       await waitFor("the host back", () => !sim.stats().down && sim.stats().oomEvents === 1, 5000);
+      sim.setProfile({ serviceMs: 5 });
       const res = await post(sim.url, "/v1/chat/completions", chatBody("after"));
       assert.equal(res.status, 200);
       assert.equal(sim.stats().oomEvents, 1);
