@@ -114,14 +114,16 @@ export interface AbortHook {
 
 /**
  * What only some calls carry: a token estimate, what the call used, an account's record, the
- * caller's AbortSignal. Allocated on the first write that needs it, so a call on a lane without
- * token budgets or accounts, passing no signal, pays nothing for these.
+ * caller's AbortSignal, the dispatch to a pod. Allocated on the first write that needs it, so a
+ * call on a lane without pods, token budgets or accounts, passing no signal, pays nothing for
+ * these — and a queued waiter carries one field for all of them.
  */
 export class TicketExtras {
   tokens = 0;
   used: number | null | undefined = undefined;
   acct: GrantRecord | null = null;
   abort: AbortHook | null = null;
+  dispatch: PodAttempt | null = null;
 }
 
 /**
@@ -134,9 +136,9 @@ function extrasOf(t: Ticket): TicketExtras {
 }
 
 /**
- * The waiter and then the lease. Kept small on purpose (15 fields): it is what a queue of
+ * The waiter and then the lease. Kept small on purpose (14 fields): it is what a queue of
  * 100,000 waiters is made of. Pod, metering and abort state live in records only those calls
- * allocate (`dispatch`, `extras`); their accessors read as plain fields.
+ * allocate (`extras`, and its `dispatch`); their accessors read as plain fields.
  */
 export class Ticket implements Lease, QueueNode {
   prev: Ticket | null = null;
@@ -148,13 +150,12 @@ export class Ticket implements Lease, QueueNode {
   state: TicketState = "waiting";
   /** The budgets this ticket holds while granted (its lane's part only while a re-dispatch waits). */
   path: Path | null = null;
-  dispatch: PodAttempt | null = null;
   /**
    * Settles the caller's promise while the ticket waits: with the ticket itself when granted,
    * with a rejected promise when refused (one function instead of a resolve/reject pair).
    */
   resolve: ((value: Lease | PromiseLike<Lease>) => void) | null = null;
-  /** Token estimate, usage, account record and abort hook; null until one of them is set. */
+  /** Token estimate, usage, account record, abort hook, pod dispatch; null until one is set. */
   extras: TicketExtras | null = null;
 
   constructor(
@@ -201,6 +202,15 @@ export class Ticket implements Lease, QueueNode {
 
   set abort(hook: AbortHook | null) {
     if (hook !== null || this.extras !== null) extrasOf(this).abort = hook;
+  }
+
+  /** The call's dispatch to a pod (lanes served by pods), from its first pod grant on. */
+  get dispatch(): PodAttempt | null {
+    return this.extras === null ? null : this.extras.dispatch;
+  }
+
+  set dispatch(d: PodAttempt | null) {
+    if (d !== null || this.extras !== null) extrasOf(this).dispatch = d;
   }
 
   get owner(): TicketOwner {

@@ -52,7 +52,9 @@ export class Scheduler extends Grants {
   #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
     if (lane.queue.size > 0) return false;
     const path = lane.choosePath(t.rank, nowMs, t.tokens);
-    if (path === null || this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
+    if (path === null) return false;
+    // Only a metered path can be held for another lane's waiter (the check is on every grant).
+    if (path.metered.length > 0 && this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
     this.grant(lane, t, path, nowMs);
     return true;
   }
@@ -208,8 +210,9 @@ export class Scheduler extends Grants {
     if (t.state !== "granted") return;
     t.state = "ended";
     const lane = t.laneRef;
-    this.settlePod(lane, t, outcome, nowMs);
-    this.settleAccount(lane, t, outcome, nowMs);
+    // Guarded here, not only inside: most calls have neither, and ending them is the hot path.
+    if (t.dispatch !== null) this.settlePod(lane, t, outcome, nowMs);
+    if (lane.account !== null) this.settleAccount(lane, t, outcome, nowMs);
     // Re-dispatch budget, gRPC retry-throttling style: successes earn it, so a fleet where every
     // pod refuses earns nothing and re-dispatch stops once the small bank is spent.
     if (outcome?.kind === "success" && lane.pods !== null)

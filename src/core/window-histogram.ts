@@ -57,8 +57,9 @@ export class WindowHistogram {
 
   /** Records one wait of `ms`. */
   record(ms: number, nowMs: number): void {
-    const slot = this.#slice(nowMs);
-    this.#counts[slot * BUCKETS + bucketOf(ms)]!++;
+    // The current minute's check written out here: this runs on every grant.
+    const slot = nowMs >= this.#curStart && nowMs < this.#curEnd ? this.#curSlot : this.#slice(nowMs);
+    this.#counts[slot * BUCKETS + (ms < 1 ? 0 : bucketOf(ms))]!++;
   }
 
   /** Counts one event (a queue timeout) in the window. */

@@ -394,7 +394,8 @@ export class Governor {
     // The admission bound's drain rate: how long calls hold their slot, over every lane.
     if (granted) this.#registry.admission?.hold.record(now - t.grantedAt);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
-    this.#timer.arm(now);
+    // Nothing waits and no timer is armed (the usual uncontended end): arm() would do nothing.
+    if (this.#scheduler.waitingLanes.size > 0 || this.#timer.armed) this.#timer.arm(now);
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {

@@ -30,6 +30,11 @@ export class WakeTimer {
     this.#cancel = this.clock.setTimer(at, this.#wake);
   }
 
+  /** Whether a wake-up is set. */
+  get armed(): boolean {
+    return this.#cancel !== undefined;
+  }
+
   /** Disarms the timer. */
   stop(): void {
     if (this.#cancel === undefined) return;
