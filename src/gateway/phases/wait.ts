@@ -20,6 +20,10 @@ import type { GatewayParts, RequestContext } from "../context.js";
 export function wait(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const lane = ctx.model!.name;
   if (ctx.shadow !== null) return ctx.clientGone ? false : shadowLease(ctx, gw, lane);
+  // With a fleet store no grant is immediate (Redis answers it): `tryAcquire` never grants and
+  // `check` would only repeat what `acquire` decides at once — the same refusal, thrown before
+  // anything queues — so every call goes straight to `acquire`.
+  if (gw.config.store.kind === "redis") return ctx.clientGone ? false : queue(ctx, gw, lane);
   const claim = ctx.tokens === 0 ? ctx.claim! : { ...ctx.claim!, tokens: ctx.tokens };
   const { governor } = gw;
   // A lane that cannot grant on arrival is asked for its refusal first: under a storm nearly
