@@ -39,8 +39,7 @@ import { Waiters } from "./waiters.js";
 const grantChannel = channel("sluice:lease:grant");
 const releaseChannel = channel("sluice:lease:release");
 const SUCCESS: Outcome = { kind: "success" };
-/** `acquire()` without options reads this one object instead of allocating `{}` per call. */
-const NO_OPTIONS: AcquireOptions = Object.freeze({});
+const NO_OPTIONS: AcquireOptions = Object.freeze({}); // acquire() without options: no `{}` per call
 
 /**
  * One executor for every waiting acquire: it hands out the promise's resolve function without
@@ -148,17 +147,15 @@ export class Governor {
     if (this.#closed) return Promise.reject(new Error("Governor is closed"));
     const priority = options.priority ?? currentPriority();
     let asked: Rank = DEFAULT_RANK;
-    if (priority !== undefined)
-      try {
-        asked = rankOrThrow(priority);
-      } catch (error) {
-        return Promise.reject(error);
-      }
+    try {
+      if (priority !== undefined) asked = rankOrThrow(priority);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const key = this.#registry.key(options.key);
     const rank = capped(asked, key);
     const tokens = tokenEstimate(options.tokens);
-    // typeof, not instanceof: `instanceof` is a prototype-chain walk on every acquire.
-    if (typeof tokens !== "number") return Promise.reject(tokens);
+    if (typeof tokens !== "number") return Promise.reject(tokens); // not instanceof: a chain walk
     const now = this.#clock.now();
     const laneState = route(this.#registry, this.#scheduler, first, now, options.failFast === true);
     if (laneState !== first && !(laneState instanceof Lane)) return Promise.reject(laneState);
@@ -364,11 +361,8 @@ export class Governor {
   }
 
   /**
-   * Where a governor's leases report their endings; kept off the public surface. One class for
-   * every governor (its methods reach the governor's private members from inside its body), not
-   * closures per governor: `lease.release()` then calls the same function whichever governor
-   * made the lease, where per-governor closures made that call site deoptimize ("wrong call
-   * target") each time a process used another governor.
+   * Where leases report their endings, off the public surface: one class for every governor, as
+   * per-governor closures deoptimized `lease.release()` ("wrong call target") per new governor.
    */
   static readonly #Owner = class implements TicketOwner {
     constructor(readonly gov: Governor) {}
