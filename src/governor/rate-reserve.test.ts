@@ -24,6 +24,16 @@ async function refusal(p: Promise<unknown>): Promise<RateLimitError> {
   return error;
 }
 
+/** Half of a 60 000 tpm kept for interactive calls; a waiter ages one class a second. */
+const HALF_KEPT_AGING = {
+  limit: 100,
+  reserve: 1,
+  tpm: 60_000,
+  tpmReserve: 30_000,
+  agingMs: 1000,
+  queueTimeoutMs: 600_000,
+};
+
 describe("Governor: the interactive reserve of token and request buckets", () => {
   test("by default a lane keeps its reserve share of tpm: 1 slot of 8 keeps 1/8 of the tokens", () => {
     const { gov } = make({ limit: 8, reserve: 1, tpm: 80_000 });
@@ -64,14 +74,7 @@ describe("Governor: the interactive reserve of token and request buckets", () =>
   });
 
   test("a default-class call leaves the reserve too; aging does not unlock it", async () => {
-    const { gov, clock } = make({
-      limit: 100,
-      reserve: 1,
-      tpm: 60_000,
-      tpmReserve: 30_000,
-      agingMs: 1000,
-      queueTimeoutMs: 600_000,
-    });
+    const { gov, clock } = make(HALF_KEPT_AGING);
     (await gov.acquire("L", { priority: "interactive", tokens: 40_000 })).release(); // level 20 000
     const order: string[] = [];
     const bulk = track(gov, order, "bulk", { priority: "bulk", tokens: 1000 });
@@ -94,14 +97,7 @@ describe("Governor: the interactive reserve of token and request buckets", () =>
   });
 
   test("an aged bulk waiter first in line does not hold back an interactive waiter the reserve covers", async () => {
-    const { gov, clock } = make({
-      limit: 100,
-      reserve: 1,
-      tpm: 60_000,
-      tpmReserve: 30_000,
-      agingMs: 1000,
-      queueTimeoutMs: 600_000,
-    });
+    const { gov, clock } = make(HALF_KEPT_AGING);
     (await gov.acquire("L", { priority: "interactive", tokens: 60_000 })).release(); // empty
     const order: string[] = [];
     const bulk = track(gov, order, "bulk", { priority: "bulk", tokens: 1000 });
