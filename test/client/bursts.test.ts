@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { afterEach, describe, test } from "node:test";
 import { createSluiceFetch } from "../../src/client/index.js";
 import { assertNothingLeft, model, type Stack, startStack, waitFor } from "../gateway/helpers.js";
-import { type Arrival, chatInit, type GatedPod, gatedPod, peakIn, recordArrivals } from "./helpers.js";
+import { type Arrival, chatInit, type GatedPod, gatedPod, recordArrivals } from "./helpers.js";
 
 let stack: Stack | undefined;
 let gated: GatedPod | undefined;
@@ -87,7 +87,7 @@ describe("30 callers against a 4 + 4 gateway", { timeout: 60_000 }, () => {
 });
 
 describe("1,000 callers refused at once", { timeout: 120_000 }, () => {
-  test("come back at the gateway's drain rate: no second spike above 2× it, none refused twice", async () => {
+  test("come back as the gateway drains, each after an answer made room: no second spike, none refused twice", async () => {
     const { s, g } = await fourPlusFour(10);
     const recorder = recordArrivals(s);
     const { texts } = await flood(s, g, 1000, recorder.arrivals);
@@ -95,23 +95,26 @@ describe("1,000 callers refused at once", { timeout: 120_000 }, () => {
     assert.equal(new Set(texts).size, 1000, "every caller got its own answer");
 
     const arrivals = recorder.arrivals;
-    // The drain rate, measured: answers per ms between the first and the last answer.
     const served = arrivals.filter((a) => a.status === 200).map((a) => a.endedAt!);
     served.sort((a, b) => a - b);
     assert.equal(served.length, 1000);
-    const drainPerMs = (served.length - 1) / (served.at(-1)! - served[0]!);
-    // What came back after the first burst, at the gateway, in any 250 ms.
+    // What came back after the first burst, at the gateway.
     const returns = arrivals.slice(1000).map((a) => a.at);
     assert.equal(returns.length, 992, "the 992 refused came back once each: none was refused twice");
-    // A second wide enough that the jitter of ~90 returns averages out (at 250 ms, ~22 per window,
-    // one unlucky cluster on a loaded machine crossed 2×); a synchronized return is ~992 in it.
-    const span = 1000;
-    const peak = peakIn(returns, span);
-    const bound = 2 * drainPerMs * span;
-    assert.ok(
-      peak <= bound,
-      `at most ${bound.toFixed(1)} returns in ${span} ms (2× the drain rate ${(drainPerMs * 1000).toFixed(0)}/s), saw ${peak}`,
-    );
+    // The client keeps at most 8 calls out (the advertised 4 + 4), all 8 held when the gate opens,
+    // so a refused caller is sent again only once an answer has made room: by any return, the
+    // gateway has answered at least as many calls as have come back (8 more allowed, for the order
+    // of a 'finish' and the next 'request' event). A synchronized return is ~992 ahead of the
+    // answers. Judged against the drain rate averaged over the run (at most 2× it in any second), a
+    // loaded machine failed: its stalls bunch answers and returns alike (132 returns in a second
+    // against an average of 49/s, in a full-suite run).
+    let answered = 0;
+    let ahead = { by: Number.NEGATIVE_INFINITY, at: 0 };
+    for (const [k, at] of returns.entries()) {
+      while (answered < served.length && served[answered]! <= at) answered++;
+      if (k + 1 - answered > ahead.by) ahead = { by: k + 1 - answered, at: k + 1 };
+    }
+    assert.ok(ahead.by <= 8, `return ${ahead.at} came back ${ahead.by} calls ahead of the gateway's answers`);
     await assertNothingLeft(s);
   });
 });
