@@ -39,17 +39,6 @@ export function chatInit(model: string, content = "hello", extra: RequestInit = 
   };
 }
 
-/** The most arrivals in any `spanMs`-long stretch of `times` (sorted ascending). */
-export function peakIn(times: readonly number[], spanMs: number): number {
-  let peak = 0;
-  let start = 0;
-  for (let end = 0; end < times.length; end++) {
-    while (times[end]! - times[start]! >= spanMs) start++;
-    peak = Math.max(peak, end - start + 1);
-  }
-  return peak;
-}
-
 /** A pod that holds every call until its gate opens, then answers each after `serviceMs`. */
 export interface GatedPod {
   pod: RawPod;
