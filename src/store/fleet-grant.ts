@@ -5,7 +5,7 @@
  * other replicas advertise). The argument layouts are the scripts' headers'.
  */
 import type { MeteredPart } from "./fleet-rates.js";
-import { runScript, type ScriptClient } from "./redis-scripts.js";
+import { isReplyCode, runScript, type ScriptClient } from "./redis-scripts.js";
 
 /** What one grant asks Redis. */
 export interface GrantRequest {
@@ -62,7 +62,20 @@ export class FleetGrants {
     readonly client: ScriptClient,
     /** Schedules the turn's write (the grants join it through `flush`). */
     readonly schedule: () => void,
+    /** Writes back what this replica holds when Redis has forgot it (the store's heartbeat). */
+    readonly reRegister?: () => Promise<void>,
   ) {}
+
+  /** `ask`; when Redis has forgotten this replica, once more after it re-registered. */
+  async askKnown(request: GrantRequest): Promise<unknown[]> {
+    try {
+      return await this.ask(request);
+    } catch (error) {
+      if (this.reRegister === undefined || !isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
+      await this.reRegister();
+      return await this.ask(request);
+    }
+  }
 
   /** One grant's answer, as `runGrant` gives it. */
   ask(request: GrantRequest): Promise<unknown[]> {

@@ -216,13 +216,12 @@ export class FleetRates {
     return { keys, caps, buckets, paused };
   }
 
-  /** The levels script's answer for `all()`. */
-  refreshed(
-    known: { buckets: RateBudget[]; paused: AccountBudget[] },
-    reply: readonly unknown[],
-    nowMs: number,
-  ): void {
-    this.#absorb(known.buckets, known.paused, reply, 0, nowMs);
+  /** Re-reads the fleet's buckets and pauses into the local mirror (the heartbeat's resync). */
+  async refresh(link: FleetLink): Promise<void> {
+    const known = this.all();
+    if (known.keys.length === 0) return;
+    const reply = (await runScript(link.client, "levels", known.keys, known.caps)) as unknown[];
+    this.#absorb(known.buckets, known.paused, reply, 0, link.now());
   }
 
   /** Redis is unreachable under `local`: each bucket keeps 1 ÷ `replicas` of its capacity here. */

@@ -60,9 +60,9 @@ export class FleetReleases {
     const keys = [...this.#pending.keys()];
     const counts = [...this.#pending.values()];
     this.#pending.clear();
-    // Not sent while Redis is away (as `RedisStore.give` does): a heartbeat that re-registers a
-    // lost lease writes exact counts back; a lease that outlived the outage keeps them counted
-    // until it ends.
+    // Not sent while Redis is away (as `RedisStore.give` does): once it answers, the store rewrites
+    // this replica's fields to what it holds (`fleet-resync.ts`), these releases included. A
+    // release that fails on the way makes that rewrite due too (`link.failed`).
     if (!this.link.connected()) return Promise.resolve();
     return runScript(
       this.link.client,

@@ -19,7 +19,8 @@
  *
  * Store outage (`onStoreError`): `local` divides each fleet limit by `expectedReplicas` and goes on
  * in memory; `open` drops the fleet bound; `closed` refuses new grants with `StoreUnavailableError`.
- * The mode is left as soon as a heartbeat succeeds again.
+ * The mode is left as soon as a round trip succeeds again, and this replica's fields are then
+ * rewritten to what it holds (`fleet-resync.ts`): what it granted and released meanwhile.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -34,18 +35,19 @@ import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetAccounts } from "./fleet-accounts.js";
-import { FleetGrants, type GrantRequest } from "./fleet-grant.js";
+import { FleetGrants } from "./fleet-grant.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { FleetPods } from "./fleet-pods.js";
-import { type FleetLink, FleetRates } from "./fleet-rates.js";
+import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
 import { FleetReleases } from "./fleet-releases.js";
+import { FleetResync } from "./fleet-resync.js";
 import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { type BatchedClient, turnPipelined } from "./redis-batch.js";
 import { type FleetConnection, fleetConnections } from "./redis-connection.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
-import { isReplyCode, runScript } from "./redis-scripts.js";
+import { runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
 
 export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
@@ -65,7 +67,8 @@ export class RedisStore implements Store {
   readonly #policy: OnStoreError;
   readonly #replicas: number;
   readonly #channel: string;
-  readonly #replicasKey: string;
+  /** The replicas set and this replica's id in it, as every grant names them. */
+  readonly #lease: { replicasKey: string; replica: string };
   readonly #changes = new Emitter<void>();
   readonly #storeErrors = new Emitter<void>();
   readonly #accounts: FleetAccounts;
@@ -73,6 +76,7 @@ export class RedisStore implements Store {
   readonly #waiters: FleetWaiters;
   readonly #releases: FleetReleases;
   readonly #grants: FleetGrants;
+  readonly #resync: FleetResync;
   readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
@@ -94,7 +98,7 @@ export class RedisStore implements Store {
     this.#policy = options.onStoreError ?? "local";
     this.#replicas = options.expectedReplicas ?? 2;
     const tag = `{${prefix}}`;
-    this.#replicasKey = `${tag}:replicas`;
+    this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
     this.#channel = `${tag}:released`;
     this.#mirror = new FleetMirror(tag);
     this.#rates = new FleetRates(tag);
@@ -103,7 +107,8 @@ export class RedisStore implements Store {
       this.#grants.flush();
       void this.#releases.flush();
     });
-    this.#grants = new FleetGrants(this.#batched, () => process.nextTick(() => this.#grants.flush()));
+    const schedule = () => process.nextTick(() => this.#grants.flush());
+    this.#grants = new FleetGrants(this.#batched, schedule, () => this.heartbeat());
     const link: FleetLink = {
       client: this.#batched,
       replica: this.replica,
@@ -121,7 +126,11 @@ export class RedisStore implements Store {
       this.#beat(false),
     );
     this.#releases = new FleetReleases(link, `${tag}:waiting`, this.#channel);
+    this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
+    // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
+    // Redis ran before the drop runs twice. This replica's fields are rewritten (`fleet-resync.ts`).
+    this.#client.on("close", () => this.#resync.stale());
     this.#subscriber.on("error", () => {});
     this.#subscriber.on("message", (channel: string, message: string) => {
       if (channel === this.#pods.channel) this.#pods.receive(message);
@@ -219,10 +228,11 @@ export class RedisStore implements Store {
    * `StoreUnavailableError` while Redis is down and the policy is `closed`.
    */
   async confirm(path: Path, rank: Rank, from = 0, cost = 0, effective: number = rank): Promise<boolean> {
+    while (this.#resync.due) await this.#resync.wait(); // after an outage: this replica's counts first
     const fleet = this.#mirror.fleetPart(path, rank, from);
     const metered = this.#rates.part(path, cost, from, rank);
     if (fleet.keys.length === 0 && metered === null) return true;
-    if (this.#mode === "open" || this.#mode === "local") return this.#rates.unconfirmed(metered);
+    if (this.#mode === "open" || this.#mode === "local") return this.#heldLocally(fleet.keys, metered);
     const heard = this.#mirror.heard(fleet.keys);
     this.#releases.flushFor(fleet.keys, fleet.spare);
     // A release still unsent, or given while the grant is asked, reaches Redis after it: if that
@@ -230,13 +240,17 @@ export class RedisStore implements Store {
     const unsent = this.#releases.holds(fleet.keys);
     const given = this.#releases.given;
     let reply: unknown[];
+    this.#resync.sent();
     try {
-      reply = await this.#grant({ ...fleet, metered, effective });
+      reply = await this.#grants.askKnown({ ...fleet, metered, effective, ...this.#lease });
     } catch (error) {
       this.#failed();
-      if (this.#mode !== "closed") return this.#rates.unconfirmed(metered);
+      this.#resync.answered();
+      if (this.#mode !== "closed") return this.#heldLocally(fleet.keys, metered);
       this.#rates.unreached(metered, this.#clock.now());
-      throw this.#unavailable(error);
+      throw new StoreUnavailableError(
+        `fleet store ${this.description} unreachable: ${(error as Error).message}`,
+      );
     }
     this.#ok();
     const granted = (reply[0] as number) > 0;
@@ -248,10 +262,18 @@ export class RedisStore implements Store {
       if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
       const gave = unsent || this.#releases.given !== given;
       if (freed || gave) setImmediate(() => this.#changes.emit()); // after the requeue
+      this.#resync.answered();
       return false;
     }
     this.#mirror.confirmed(fleet.keys, +1);
+    this.#resync.answered();
     return true;
+  }
+
+  /** A grant Redis did not see (`local`, `open`): held all the same, so in the counts the rewrite writes. */
+  #heldLocally(keys: readonly string[], metered: MeteredPart | null): true {
+    this.#mirror.confirmed(keys, +1);
+    return this.#rates.unconfirmed(metered);
   }
 
   /** Gives back locally what a refused `confirm` took (nothing reached the fleet). */
@@ -264,7 +286,7 @@ export class RedisStore implements Store {
     const keys = this.#mirror.fleetKeys(path, from);
     if (keys.length === 0) return;
     this.#mirror.confirmed(keys, -1);
-    if (this.#mode === "connected") this.#releases.add(keys); // else the next heartbeat writes back exact counts
+    if (this.#mode === "connected") this.#releases.add(keys); // else the rewrite after the outage has it
   }
 
   /**
@@ -298,46 +320,29 @@ export class RedisStore implements Store {
   /** `full` false: the counts only, re-read as this replica starts waiting (sent synchronously). */
   async #beat(full: boolean): Promise<void> {
     void this.#releases.flush(); // before the counts below: a re-registration writes them after the release
+    const rewrite = this.#resync.begin(); // after an outage: every field of this replica, known or not
     const { keys, counts, budgets } = this.#mirror.all();
     const heard = this.#mirror.heard(keys);
     try {
       const reply = (await runScript(
         this.#batched,
         "heartbeat",
-        [this.#replicasKey, ...keys],
-        [this.replica, this.#ttlMs, ...counts],
+        [this.#lease.replicasKey, ...keys],
+        [this.replica, this.#ttlMs, ...counts, rewrite === undefined ? 0 : 1],
       )) as number[];
       const wasDown = this.#mode !== "connected";
       this.#ok();
+      if (rewrite !== undefined) this.#resync.done(rewrite, true);
       // The polling fallback: room freed by a release whose message was lost, or by a replica
       // whose lease expired, is seen here at the latest.
       const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
-      if (full) await Promise.all([this.#refreshRates(), this.#waiters.write(true), this.#pods.load()]);
+      if (full)
+        await Promise.all([this.#rates.refresh(this.#link), this.#waiters.write(true), this.#pods.load()]);
       if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
     } catch {
       this.#failed();
+      if (rewrite !== undefined) this.#resync.done(rewrite, false);
     }
-  }
-
-  /** The grant script (`runGrant`); a replica Redis has forgotten re-registers, then asks once more. */
-  async #grant(ask: Omit<GrantRequest, "replicasKey" | "replica">): Promise<unknown[]> {
-    const request: GrantRequest = { ...ask, replicasKey: this.#replicasKey, replica: this.replica };
-    const run = () => this.#grants.ask(request);
-    try {
-      return await run();
-    } catch (error) {
-      if (!isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
-      await this.heartbeat(); // re-register what this replica holds, then try once more
-      return await run();
-    }
-  }
-
-  /** Re-reads the fleet's buckets and pauses into the local mirror (the heartbeat's resync). */
-  async #refreshRates(): Promise<void> {
-    const known = this.#rates.all();
-    if (known.keys.length === 0) return;
-    const reply = (await runScript(this.#batched, "levels", known.keys, known.caps)) as unknown[];
-    this.#rates.refreshed(known, reply, this.#clock.now());
   }
 
   /**
@@ -372,13 +377,16 @@ export class RedisStore implements Store {
       // What was reserved and settled meanwhile is charged to the fleet's buckets now.
       const owed = this.#rates.leaveOutage(this.#clock.now());
       if (owed !== null) this.#rates.send(owed, this.#link);
+      this.#resync.kick(); // what was granted and released meanwhile
     }
   }
 
-  /** A round trip failed: enter the outage policy (left again by the next good heartbeat). */
+  /** A round trip failed: enter the outage policy (left again by the next good round trip). */
   #failed(): void {
     this.#errors++;
     this.#storeErrors.emit();
+    this.#resync.stale(); // a release or grant may be lost, or run unanswered
+    this.#resync.wake(); // grants waiting for a rewrite go the outage's way
     if (this.#mode !== "connected") return;
     this.#mode = this.#policy;
     if (this.#policy === "local") {
@@ -386,12 +394,6 @@ export class RedisStore implements Store {
       this.#rates.enterOutage(this.#replicas, this.#clock.now());
     }
     this.#changes.emit();
-  }
-
-  #unavailable(error: unknown): StoreUnavailableError {
-    return new StoreUnavailableError(
-      `fleet store ${this.description} unreachable: ${(error as Error).message}`,
-    );
   }
 }
 

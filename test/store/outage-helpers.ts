@@ -6,32 +6,58 @@
 import assert from "node:assert/strict";
 import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
 import { freePort, hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+import { TcpProxy } from "./tcp-proxy.js";
 
 /** The stores and servers a file started: `close()` them in its `after`. */
 export class OutageFixture {
   readonly #servers: RedisProcess[] = [];
   readonly #stores: RedisStore[] = [];
+  readonly #proxies: TcpProxy[] = [];
 
   /** A started store (replica r1, 600 ms leases, 2 expected replicas) on its own redis-server. */
   async start(policy: OnStoreError): Promise<{ server: RedisProcess; store: RedisStore }> {
     const server = new RedisProcess(await freePort());
     this.#servers.push(server);
     await server.start();
+    return { server, store: await this.#store(server.url, policy, 600) };
+  }
+
+  /**
+   * A started store that reaches its own redis-server through a `TcpProxy`, so the test can cut
+   * the network while Redis keeps its data (and the replica's lease, `leaseTtlMs` long).
+   */
+  async startBehindProxy(
+    policy: OnStoreError,
+    leaseTtlMs: number,
+  ): Promise<{ server: RedisProcess; proxy: TcpProxy; store: RedisStore; prefix: string }> {
+    const server = new RedisProcess(await freePort());
+    this.#servers.push(server);
+    await server.start();
+    const proxy = new TcpProxy(await freePort(), server.port);
+    this.#proxies.push(proxy);
+    await proxy.restore();
+    const prefix = uniquePrefix();
+    return { server, proxy, prefix, store: await this.#store(proxy.url, policy, leaseTtlMs, prefix) };
+  }
+
+  async #store(url: string, policy: OnStoreError, leaseTtlMs: number, prefix = uniquePrefix()) {
     const store = new RedisStore({
-      url: server.url,
-      prefix: uniquePrefix(),
+      url,
+      prefix,
       replica: "r1",
-      leaseTtlMs: 600,
+      leaseTtlMs,
       onStoreError: policy,
       expectedReplicas: 2,
     });
     this.#stores.push(store);
     await store.start();
-    return { server, store };
+    return store;
   }
 
   async close(): Promise<void> {
+    for (const p of this.#proxies) await p.restore(); // the stores' last releases get through
     await Promise.all(this.#stores.map((s) => s.close()));
+    await Promise.all(this.#proxies.map((p) => p.cut()));
     await Promise.all(this.#servers.map((s) => s.stop()));
   }
 }

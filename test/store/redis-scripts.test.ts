@@ -101,6 +101,24 @@ describe("fleet store scripts (real Redis)", () => {
     await release("r3");
   });
 
+  test("with its rewrite flag, a known replica's heartbeat writes its counts back (after an outage its lease outlived)", async (t) => {
+    if (redis === null) return t.skip("no Redis");
+    await heartbeat("r9");
+    assert.deepEqual(await grant("r9", [5, 5]), [1, 0, 0]);
+    assert.deepEqual(await grant("r9", [5, 5]), [1, 0, 0]);
+    // Meanwhile r9 released one call while Redis was out of reach, and no longer holds any on the pod.
+    const [reregistered] = (await runScript(
+      redis!,
+      "heartbeat",
+      [replicas, lane, pod],
+      ["r9", 15_000, 1, 0, 1],
+    )) as number[];
+    assert.equal(reregistered, 0, "known: not a re-registration");
+    assert.deepEqual([await redis!.hget(lane, "r9"), await redis!.hget(pod, "r9")], ["1", null]);
+    await runScript(redis!, "heartbeat", [replicas, lane, pod], ["r9", 15_000, 0, 0, 1]);
+    assert.deepEqual([await redis!.hgetall(lane), await redis!.hgetall(pod)], [{}, {}]);
+  });
+
   test("a release publishes on the fleet's channel so waiters elsewhere look again", async (t) => {
     if (redis === null) return t.skip("no Redis");
     const sub = redis!.duplicate();
