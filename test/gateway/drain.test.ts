@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { type SimServer, startSim } from "../../src/sim/server.js";
 import {
   assertBadInput,
   assertNothingLeft,
@@ -22,27 +21,61 @@ import {
   startStack,
   waitFor,
 } from "./helpers.js";
+import { answerOk, type RawPod, startRawPod } from "./raw-pod.js";
+
+/**
+ * A pod that holds each call until `release()`, then answers it 200: the call in flight stays in
+ * flight while the test checks what the drain refuses, however slow the machine (with a 300 ms
+ * service, the late call and /readyz had to be answered within 300 ms of the slow call's start).
+ */
+async function heldPod(): Promise<{ pod: RawPod; answered(): number; release(): void }> {
+  let released = false;
+  let answered = 0;
+  const held: (() => void)[] = [];
+  const pod = await startRawPod((req, res, call) => {
+    const answer = () => {
+      answerOk(req, res, call);
+      answered++;
+    };
+    if (released) answer();
+    else held.push(answer);
+  });
+  return {
+    pod,
+    answered: () => answered,
+    release() {
+      released = true;
+      for (const answer of held.splice(0)) answer();
+    },
+  };
+}
 
 describe("drain", SUITE, () => {
   let stack: Stack;
+  let held: Awaited<ReturnType<typeof heldPod>>;
 
   before(async () => {
+    held = await heldPod();
     stack = await startStack({
-      sims: [{ maxNumSeqs: 2, serviceMs: 300, tokensPerSecond: 0 }],
-      config: ([pod]) => ({ models: [model("m", [pod!], {}, 2)] }),
+      sims: [],
+      config: () => ({ models: [model("m", [held.pod.url], {}, 2)] }),
     });
   });
-  after(() => stack.close());
+  after(async () => {
+    held.release();
+    await stack.close();
+    await held.pod.close();
+  });
 
   test("refuses new calls with 503 draining, finishes the one in flight, then resolves", async () => {
     const order: string[] = [];
     const slow = chat(stack.url, "m", { content: "slow" });
-    await waitFor("the slow call to run", () => stack.sims[0]!.stats().running === 1);
+    await waitFor("the slow call to reach the pod", () => held.pod.calls.length === 1);
     // When the drain resolves, the call in flight has finished upstream and been released.
     // (Whether our client has read its last byte by then is the client's scheduling, not sluice's.)
     const drained = stack.gateway.drain().then(() => {
       const lane = stack.gateway.governor.snapshot().lanes[0]!;
-      order.push(`drained: ${stack.sims[0]!.stats().completed} completed, ${lane.inflight} in flight`);
+      order.push(`drained: ${held.answered()} answered, ${lane.inflight} in flight`);
     });
 
     const refused = await chat(stack.url, "m", { content: "late" });
@@ -53,12 +86,13 @@ describe("drain", SUITE, () => {
     assert.equal(JSON.parse(ready.text).draining, true);
     order.push("late refused");
 
+    held.release();
     const answer = await slow;
     assert.equal(answer.status, 200);
     assert.equal(JSON.parse(answer.text).object, "chat.completion");
     await drained;
-    assert.deepEqual(order, ["late refused", "drained: 1 completed, 0 in flight"]);
-    assert.equal(stack.sims[0]!.stats().received, 1, "the refused call never reached the pod");
+    assert.deepEqual(order, ["late refused", "drained: 1 answered, 0 in flight"]);
+    assert.equal(held.pod.calls.length, 1, "the refused call never reached the pod");
     await assertNothingLeft(stack);
     await assert.rejects(call(stack.url, "/healthz"), "the listener is closed after the drain");
   });
@@ -91,17 +125,20 @@ async function serve(
 }
 
 describe("sluice serve on SIGTERM", SUITE, () => {
-  let sim: SimServer;
+  let held: Awaited<ReturnType<typeof heldPod>>;
   let dir: string;
   let child: ChildProcess | undefined;
 
   before(async () => {
-    sim = await startSim({ maxNumSeqs: 2, serviceMs: 400, jitterSigma: 0, tokensPerSecond: 0 });
+    // Held until the late call is refused: with a 400 ms service, the child had to log the drain
+    // and answer the late call within 400 ms of the slow call's start.
+    held = await heldPod();
     dir = await mkdtemp(join(tmpdir(), "sluice-drain-"));
   });
   after(async () => {
     if (child && child.exitCode === null) child.kill("SIGKILL");
-    await sim.close();
+    held.release();
+    await held.pod.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -116,7 +153,7 @@ describe("sluice serve on SIGTERM", SUITE, () => {
         "    max_concurrent_requests: 2",
         "    reserve: 0",
         "    adaptive: false",
-        `    pods: [ { url: "${sim.url}", max_inflight: 2 } ]`,
+        `    pods: [ { url: "${held.pod.url}", max_inflight: 2 } ]`,
         "",
       ].join("\n"),
     );
@@ -125,14 +162,15 @@ describe("sluice serve on SIGTERM", SUITE, () => {
     const exited = once(child, "exit");
 
     const slow = chat(served.url, "m", { content: "slow" });
-    await waitFor("the slow call to run", () => sim.stats().running === 1);
+    await waitFor("the slow call to reach the pod", () => held.pod.calls.length === 1);
     child.kill("SIGTERM");
     await waitFor("the drain to start", () => served.stderr().includes("SIGTERM: draining"));
     const late = await chat(served.url, "m", { content: "late" });
     assertBadInput(late, 503, "draining");
+    held.release();
     assert.equal((await slow).status, 200);
     const [code] = await exited;
     assert.equal(code, 0, served.stderr());
-    assert.deepEqual([sim.stats().received, sim.stats().completed, sim.stats().running], [1, 1, 0]);
+    assert.deepEqual([held.pod.calls.length, held.answered(), held.pod.aborted()], [1, 1, 0]);
   });
 });
