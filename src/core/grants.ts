@@ -33,6 +33,13 @@ export class Grants {
   constructor(
     readonly hooks: SchedulerHooks,
     readonly store: Store,
+    /**
+     * The store's `commit` and `give` are the memory store's plain in-place counts, so a path of
+     * one concurrency budget (`Path.solo`) is taken and given by that budget directly, the same
+     * `take()`/`give()` without the store's loop over the path. False for any other store (a fleet
+     * store mirrors and confirms every take).
+     */
+    readonly inPlace = false,
   ) {}
 
   /** Lanes with waiters (read-only view for snapshots and tests). */
@@ -81,7 +88,9 @@ export class Grants {
    * caller has just chosen `path` because it had room (`Lane.choosePath`).
    */
   protected grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
-    this.store.commit(path, t.tokens, nowMs);
+    const solo = this.inPlace ? path.solo : null;
+    if (solo !== null) solo.take();
+    else this.store.commit(path, t.tokens, nowMs);
     t.state = "granted";
     t.grantedAt = nowMs;
     t.path = path;
@@ -124,8 +133,12 @@ export class Grants {
     const path = t.path;
     if (path !== null) {
       t.path = null;
-      if (path.metered.length > 0) this.store.reconcile(path, t.tokens, t.used, nowMs, t.grantedAt);
-      this.store.give(path, t.tokens, nowMs);
+      const solo = this.inPlace ? path.solo : null; // nothing metered on a solo path
+      if (solo !== null) solo.give();
+      else {
+        if (path.metered.length > 0) this.store.reconcile(path, t.tokens, t.used, nowMs, t.grantedAt);
+        this.store.give(path, t.tokens, nowMs);
+      }
     }
     if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
   }

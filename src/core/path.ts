@@ -10,7 +10,7 @@
  * another pod's, keeping the lane's slot. Taking and giving go through the store (src/store),
  * which is where a fleet-wide budget will live.
  */
-import type { Budget } from "./budget.js";
+import { type Budget, ConcurrencyBudget } from "./budget.js";
 import type { Pod } from "./pod.js";
 import type { Rank } from "./priority.js";
 
@@ -21,6 +21,13 @@ export class Path {
    * nothing extra.
    */
   readonly metered: readonly Budget[];
+  /**
+   * The path's one budget when it is a single concurrency budget and no pod (a lane with no
+   * groups, account, buckets or admission bound: the common library case), else null. Its room
+   * is then one comparison, and a store that counts in place takes and gives it without walking
+   * the path (`Grants.grant` / `giveBack`).
+   */
+  readonly solo: ConcurrencyBudget | null;
 
   constructor(
     /** The lane this path serves. */
@@ -33,10 +40,13 @@ export class Path {
     readonly pod: Pod | null,
   ) {
     this.metered = budgets.filter((b) => b.reconcile !== undefined);
+    const only = budgets.length === 1 && pod === null ? budgets[0] : undefined;
+    this.solo = only instanceof ConcurrencyBudget ? only : null;
   }
 
   /** Whether every budget from `from` on has room for a call of own class `rank` costing `cost`. */
   hasRoom(rank: Rank, cost: number, nowMs: number, from = 0): boolean {
+    if (this.solo !== null && from === 0) return this.solo.hasRoom(rank);
     const budgets = this.budgets;
     for (let i = from; i < budgets.length; i++) if (!budgets[i]!.hasRoom(rank, cost, nowMs)) return false;
     return true;

@@ -65,8 +65,7 @@ export class Governor {
   readonly #waiters: Waiters;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
-  /** Who waits for the last admitted request to leave. */
-  readonly #idle = new Signal();
+  readonly #idle = new Signal(); // who waits for the last admitted request to leave
 
   /** A lease was granted (typed, opt-in: payloads are built only when someone listens). */
   readonly onGrant: Event<GrantEvent>;
@@ -91,7 +90,8 @@ export class Governor {
         granted: (t) => this.#waiters.granted(t),
         rejected: (t, error) => this.#waiters.settle(t, error),
       },
-      this.#store,
+      this.#store, // counted in place (Grants.inPlace) when its commit and give are the memory store's:
+      this.#store.commit === MemoryStore.prototype.commit && this.#store.give === MemoryStore.prototype.give,
     );
     this.#timer = new WakeTimer(this.#clock, this.#scheduler);
     this.#waiters = new Waiters(this.#clock, this.#scheduler, this.#timer, this.#store);
@@ -160,7 +160,7 @@ export class Governor {
     const laneState = route(this.#registry, this.#scheduler, first, now, options.failFast === true);
     if (laneState !== first && !(laneState instanceof Lane)) return Promise.reject(laneState);
     const t = new Ticket(laneState, rank, options.arrivedAt ?? now, key);
-    t.tokens = tokens;
+    if (tokens !== 0) t.tokens = tokens; // the setter is a call; 0 is the default
     if (signal !== undefined) t.abort = { signal, detach: null };
     let admitted: "granted" | "queued";
     try {
