@@ -1,7 +1,7 @@
 /**
- * The fleet section and what fleet mode (`store: redis://…`) does not share yet (per-key bounds).
- * A key that would be silently per-process with several replicas is refused with an error saying
- * so, and the fleet section is refused without a Redis store (its settings would do nothing).
+ * The fleet section: refused without a Redis store (its settings would do nothing). Every budget
+ * is shared in fleet mode, per-key bounds included (src/store/fleet-keys.ts), so nothing else is
+ * refused here.
  */
 import { DEFAULTS } from "../core/defaults.js";
 import type { Checker } from "./checks.js";
@@ -34,18 +34,9 @@ export function fleetConfig(c: Checker, raw: RawConfig): FleetConfig {
       "at least 0.3 s (the heartbeat runs every third of it)",
       fleet.leaseTtlMs / 1000,
     );
-  const notShared = (path: (string | number)[], what: string, value: unknown) =>
-    c.error(
-      path,
-      `no ${what} with store: redis:// (not shared across replicas yet: each process would hold its own)`,
-      value,
-    );
-  raw.auth.keys.forEach((k, i) => {
-    if (k.max_inflight !== undefined)
-      notShared(["auth", "keys", i, "max_inflight"], "per-key bound", k.max_inflight);
-  });
   // Token and request budgets (`tpm`, `rpm`) and accounts are shared: their buckets, in-flight
-  // counts and quota pauses live in Redis (src/store/fleet-rates.ts, fleet-accounts.ts).
+  // counts and quota pauses live in Redis (src/store/fleet-rates.ts, fleet-accounts.ts); a key's
+  // bound too (src/store/fleet-keys.ts).
   return fleet;
 }
 

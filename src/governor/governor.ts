@@ -176,9 +176,8 @@ export class Governor {
     t.resolve = captured;
     captured = null;
     if (signal !== undefined) this.#waiters.listenForAbort(t, signal);
-    // A fleet store confirms even a grant made on arrival before the caller gets its lease.
-    if (admitted === "granted") this.#waiters.granted(t, false);
-    else this.#store.waitersChanged?.();
+    // A fleet store confirms even a grant made on arrival, and a bounded key's slot, before the lease.
+    this.#waiters.arrived(t, admitted === "granted");
     this.#timer.arm(now);
     return promise;
   }

@@ -7,7 +7,9 @@
  * mirror of the fleet; `settle` then asks the store to confirm. A refusal puts the waiter back in
  * line at its place (the store's mirror now knows the room is taken, so the next pass skips it
  * until a release somewhere frees it); a store that is down with the `closed` policy refuses the
- * call with its `StoreUnavailableError`.
+ * call with its `StoreUnavailableError`. A call with a bounded key also has its key's slot taken
+ * in the fleet when it arrives (`Store.arrive`); a refusal there ends the call with it, before
+ * its caller has a lease.
  */
 import { channel } from "node:diagnostics_channel";
 import type { Clock } from "../core/clock.js";
@@ -25,6 +27,10 @@ export class Waiters {
   readonly confirmingNow = new Set<Ticket>();
   /** Every grant being confirmed: an arrival a pass granted is handed over twice, asked once. */
   readonly #asking = new Set<Ticket>();
+  /** Arrivals whose key's slot the fleet is still asked for. */
+  readonly #arriving = new Map<Ticket, Promise<void>>();
+  /** The fleet refused a key's slot while the call's grant was being confirmed: ended at the answer. */
+  readonly #keyRefused = new Map<Ticket, unknown>();
 
   constructor(
     readonly clock: Clock,
@@ -46,6 +52,64 @@ export class Waiters {
   granted(t: Ticket, waited = true): void {
     if (this.store.confirm === undefined) this.settle(t, undefined);
     else this.#confirm(t, waited);
+  }
+
+  /**
+   * `acquire` admitted `t`, granted at once or queued. With a fleet store a bounded key's slot is
+   * taken in the fleet too (the same round trip as a grant on arrival); if the fleet refuses it,
+   * the call ends with that refusal.
+   */
+  arrived(t: Ticket, granted: boolean): void {
+    const asked = t.key === null ? undefined : this.store.arrive?.(t.key);
+    if (asked !== undefined) {
+      this.#arriving.set(t, asked);
+      asked.then(
+        () => this.#arriving.delete(t),
+        (error: unknown) => {
+          this.#arriving.delete(t);
+          this.#refuseKey(t, error);
+        },
+      );
+    }
+    if (granted) this.granted(t, false);
+    else this.store.waitersChanged?.();
+  }
+
+  #refuseKey(t: Ticket, error: unknown): void {
+    if (this.#asking.has(t)) {
+      this.#keyRefused.set(t, error); // its grant is being confirmed: ended when that answers
+      return;
+    }
+    const now = this.clock.now();
+    if (!this.scheduler.cancel(t, now)) return; // it ended already
+    this.settle(t, error);
+    this.timer.arm(now);
+  }
+
+  /**
+   * The fleet confirmed `t`'s grant: its caller gets the lease once its key's slot is taken too,
+   * or the refusal (or its abort) with the slots given straight back.
+   */
+  #handOver(t: Ticket): void {
+    const arriving = this.#arriving.get(t);
+    if (arriving !== undefined) {
+      this.#asking.add(t); // not handed over yet: a key refusal is kept for below
+      const then = () => {
+        this.#asking.delete(t);
+        if (t.state === "granted") this.#handOver(t);
+      };
+      arriving.then(then, then);
+      return;
+    }
+    const refusal = this.#keyRefused.get(t);
+    this.#keyRefused.delete(t);
+    const error = refusal ?? (t.abort?.signal.aborted ? t.abort.signal.reason : undefined);
+    if (error !== undefined) {
+      const now = this.clock.now();
+      this.scheduler.end(t, null, now); // confirmed, then given straight back
+      this.timer.arm(now);
+    }
+    this.settle(t, error);
   }
 
   /** Settles the caller's promise: the lease, or the refusal. */
@@ -132,20 +196,18 @@ export class Waiters {
           if (!waited) this.store.waitersChanged?.(); // an arrival refused by the fleet waits now
           // An abort while the fleet was asked found nothing to cancel (the ticket was granted):
           // honour it now, or the requeued waiter would outlive its caller.
-          if (signal?.aborted && this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
+          // A key refusal heard while the grant was asked ends it now, as an abort does.
+          const refusal = this.#keyRefused.get(t) ?? (signal?.aborted ? signal.reason : undefined);
+          this.#keyRefused.delete(t);
+          if (refusal !== undefined && this.scheduler.cancel(t, now)) this.settle(t, refusal);
           this.timer.arm(now);
           return;
         }
-        if (signal?.aborted) {
-          this.scheduler.end(t, null, now); // confirmed, then given straight back
-          this.timer.arm(now);
-          this.settle(t, signal.reason);
-          return;
-        }
-        this.settle(t, undefined);
+        this.#handOver(t);
       },
       (error: unknown) => {
         this.#asking.delete(t);
+        this.#keyRefused.delete(t);
         this.confirmingNow.delete(t);
         const now = this.clock.now();
         this.scheduler.requeue(t, now);

@@ -9,13 +9,14 @@ import type { Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import { Pod } from "../core/pod.js";
 import { INTERACTIVE, type Rank } from "../core/priority.js";
+import { FleetKeyBudget } from "./fleet-key-budget.js";
 import { freedBy } from "./fleet-releases.js";
 
-/** A budget whose count the fleet shares (an account's: its calls in flight). */
-type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget;
+/** A budget whose count the fleet shares (an account's: its calls in flight; a key's: in flight + queued). */
+type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget | FleetKeyBudget;
 
 export class FleetMirror {
-  readonly #keyOf = new Map<Budget, string>();
+  readonly #keyOf = new Map<Budget | FleetKeyBudget, string>();
   readonly #byKey = new Map<string, Shared>();
   readonly #waitKeyOf = new Map<Budget, string>();
   /** This replica's count on each key, as Redis has it. */
@@ -35,7 +36,10 @@ export class FleetMirror {
   ) {}
 
   /** Remembers that `budget` is stored under `key`; returns it. */
-  track<B extends ConcurrencyBudget | AdmissionBudget | AccountBudget>(key: string, budget: B): B {
+  track<B extends ConcurrencyBudget | AdmissionBudget | AccountBudget | FleetKeyBudget>(
+    key: string,
+    budget: B,
+  ): B {
     this.#register(budget, `${this.tag}:b:${key}`);
     return budget;
   }
@@ -72,7 +76,12 @@ export class FleetMirror {
 
   /** The waiters hash of a lane budget this store shares (`{P}:w:<budget>`), or undefined. */
   waitKey(budget: Budget): string | undefined {
-    if (budget instanceof Pod || budget instanceof AdmissionBudget || budget instanceof AccountBudget)
+    if (
+      budget instanceof Pod ||
+      budget instanceof AdmissionBudget ||
+      budget instanceof AccountBudget ||
+      budget instanceof FleetKeyBudget
+    )
       return undefined;
     // Asked at every grant: made once per budget (a budget's key never changes).
     let waitKey = this.#waitKeyOf.get(budget);
@@ -145,6 +154,11 @@ export class FleetMirror {
       b.others = others;
     });
     return freed;
+  }
+
+  /** What this replica holds on `key` as Redis has it. */
+  mine(key: string): number {
+    return this.#mine.get(key) ?? 0;
   }
 
   /** This replica's confirmed grants (+1) or releases (−1) on `keys`. */
@@ -232,5 +246,6 @@ function limitFor(budget: Shared, rank: Rank, mine = 0): number {
   if (budget instanceof Pod) return budget.breaker.kind === "closed" ? budget.width.width : mine + 1;
   if (budget instanceof AccountBudget) return Math.min(UNBOUNDED, budget.width.width);
   if (budget instanceof AdmissionBudget) return budget.maxInflight;
+  if (budget instanceof FleetKeyBudget) return budget.limit;
   return budget.limit - (rank === INTERACTIVE ? 0 : budget.reserve);
 }

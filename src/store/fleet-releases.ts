@@ -27,10 +27,10 @@ export class FleetReleases {
     readonly channel: string,
   ) {}
 
-  /** One slot given back on each of `keys`: sent with the rest of this turn's releases. */
-  add(keys: readonly string[]): void {
+  /** `n` slots (default one) given back on each of `keys`: sent with the rest of this turn's releases. */
+  add(keys: readonly string[], n = 1): void {
     this.given++;
-    for (const key of keys) this.#pending.set(key, (this.#pending.get(key) ?? 0) + 1);
+    for (const key of keys) this.#pending.set(key, (this.#pending.get(key) ?? 0) + n);
     if (this.#scheduled) return;
     this.#scheduled = true;
     process.nextTick(() => {

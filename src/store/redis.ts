@@ -12,15 +12,14 @@
  * publish the budgets they freed while another replica waits (`fleet-releases.ts`), a replica that
  * starts waiting re-reads the fleet, and every heartbeat does (the polling fallback).
  *
- * Crash safety: a replica's counts live under its lease in the replicas set, renewed by one
- * heartbeat every `leaseTtlMs ÷ 3`; a replica killed with SIGKILL stops renewing and its counts
- * stop counting within the TTL. A Redis that lost its data is re-initialised by the next
- * heartbeat (each replica writes back what it holds).
+ * Crash safety: a replica's counts live under its lease, renewed by a heartbeat every
+ * `leaseTtlMs ÷ 3`; a killed replica's counts stop counting within the TTL. A Redis that lost its
+ * data is re-initialised by the next heartbeat (each replica writes back what it holds).
  *
  * Store outage (`onStoreError`): `local` divides each fleet limit by `expectedReplicas` and goes on
- * in memory; `open` drops the fleet bound; `closed` refuses new grants with `StoreUnavailableError`.
- * The mode is left as soon as a round trip succeeds again, and this replica's fields are then
- * rewritten to what it holds (`fleet-resync.ts`): what it granted and released meanwhile.
+ * in memory; `open` drops the fleet bound; `closed` refuses with `StoreUnavailableError`. Left at
+ * the next good round trip; this replica's fields are then rewritten to what it holds
+ * (`fleet-resync.ts`). Per-key bounds: `fleet-keys.ts`.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -36,6 +35,7 @@ import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetAccounts } from "./fleet-accounts.js";
 import { FleetGrants } from "./fleet-grant.js";
+import { FleetKeys } from "./fleet-keys.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { FleetPods } from "./fleet-pods.js";
 import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
@@ -66,7 +66,6 @@ export class RedisStore implements Store {
   readonly #ttlMs: number;
   readonly #policy: OnStoreError;
   readonly #replicas: number;
-  readonly #channel: string;
   /** The replicas set and this replica's id in it, as every grant names them. */
   readonly #lease: { replicasKey: string; replica: string };
   readonly #changes = new Emitter<void>();
@@ -77,6 +76,7 @@ export class RedisStore implements Store {
   readonly #releases: FleetReleases;
   readonly #grants: FleetGrants;
   readonly #resync: FleetResync;
+  readonly #keys: FleetKeys;
   readonly #link: FleetLink;
   #mode: FleetStatus["mode"] = "connected";
   #errors = 0;
@@ -99,11 +99,11 @@ export class RedisStore implements Store {
     this.#replicas = options.expectedReplicas ?? 2;
     const tag = `{${prefix}}`;
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
-    this.#channel = `${tag}:released`;
     this.#mirror = new FleetMirror(tag);
     this.#rates = new FleetRates(tag);
     [this.#client, this.#subscriber] = fleetConnections(options.url);
     this.#batched = turnPipelined(this.#client, () => {
+      this.#keys.flush();
       this.#grants.flush();
       void this.#releases.flush();
     });
@@ -125,8 +125,11 @@ export class RedisStore implements Store {
     this.#waiters = new FleetWaiters(link, waitKey, `${tag}:waiters`, this.#ttlMs, `${tag}:waiting`, () =>
       this.#beat(false),
     );
-    this.#releases = new FleetReleases(link, `${tag}:waiting`, this.#channel);
+    this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
     this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
+    const [mirror, releases, resync, policy] = [this.#mirror, this.#releases, this.#resync, this.#policy];
+    const reRegister = () => this.heartbeat();
+    this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, reRegister, ...this.#lease });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
     // Redis ran before the drop runs twice. This replica's fields are rewritten (`fleet-resync.ts`).
@@ -149,7 +152,7 @@ export class RedisStore implements Store {
   async start(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
     const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel];
-    await this.#subscriber.subscribe(this.#channel, ...channels);
+    await this.#subscriber.subscribe(this.#releases.channel, ...channels);
     await this.heartbeat(); // reads the kept state of the pods served, too
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();
@@ -181,14 +184,12 @@ export class RedisStore implements Store {
   }
 
   arrival(key: string, limit: number, maxRank?: Rank, name = key): ArrivalBudget {
-    // A key's bound counts waiters too, and waiters are per process: not shared yet.
-    if (limit < Number.MAX_SAFE_INTEGER)
-      throw new ConfigError(
-        `keys.${name}.maxInflight`,
-        "no per-key bound with the Redis store (per-key bounds across replicas are not built yet)",
-        limit,
-      );
-    return this.#local.arrival(key, limit, maxRank, name);
+    if (limit >= Number.MAX_SAFE_INTEGER) return this.#local.arrival(key, limit, maxRank, name); // nothing to count
+    return this.#keys.budget(key, limit, maxRank, name); // in flight + queued, fleet-wide (`fleet-keys.ts`)
+  }
+
+  arrive(key: ArrivalBudget): Promise<void> | undefined {
+    return this.#keys.arrive(key); // a bounded key's slot, taken in Redis for an arrival
   }
 
   rate(key: string, unit: RateUnit, perMinute: number, nowMs: number, name = key): RateBudget {
@@ -283,6 +284,7 @@ export class RedisStore implements Store {
 
   give(path: Path, cost: number, nowMs: number, from = 0): void {
     this.#local.give(path, cost, nowMs, from);
+    this.#keys.touch(); // a keyed call may have ended
     const keys = this.#mirror.fleetKeys(path, from);
     if (keys.length === 0) return;
     this.#mirror.confirmed(keys, -1);
@@ -307,12 +309,10 @@ export class RedisStore implements Store {
 
   *budgets(): Iterable<Budget | ArrivalBudget> {
     yield* this.#local.budgets();
+    yield* this.#keys.all();
   }
 
-  /**
-   * Renews this replica's lease and re-reads the fleet; writes back every count it holds when its
-   * lease was lost (expired, or Redis flushed or restarted empty). Runs every TTL ÷ 3.
-   */
+  /** Renews the lease and re-reads the fleet; writes back what it holds when Redis forgot it. Every TTL ÷ 3. */
   heartbeat(): Promise<void> {
     return this.#beat(true);
   }
@@ -345,10 +345,7 @@ export class RedisStore implements Store {
     }
   }
 
-  /**
-   * Tells the other replicas a pod's new adaptive state, and keeps it for replicas started later:
-   * one refusal narrows the pod for the fleet, an open breaker is open everywhere.
-   */
+  /** Tells the other replicas a pod's new adaptive state (one refusal narrows it fleet-wide), kept for later ones. */
   sharePod(id: string, state: SharedPodState): void {
     this.#pods.share(id, state);
   }
@@ -367,6 +364,7 @@ export class RedisStore implements Store {
   /** This replica's waiters changed: the advertisement follows, once per event-loop turn. */
   waitersChanged(): void {
     this.#waiters.changed();
+    this.#keys.touch(); // a keyed waiter may have left
   }
 
   #ok(): void {

@@ -84,6 +84,14 @@ export interface Store {
    */
   confirm?(path: Path, rank: Rank, from?: number, cost?: number, effective?: number): Promise<boolean>;
   /**
+   * A fleet store only: takes a bounded key's slot (in flight + queued) in the fleet for a call
+   * that was just admitted, granted or queued (`confirm` follows for a grant). Rejects with the
+   * refusal — `KeyLimitError` when the other processes hold the rest of the bound,
+   * `StoreUnavailableError` under `closed` — and the Governor then ends the call with it before
+   * its caller has a lease. Undefined when there is nothing to ask (no bound).
+   */
+  arrive?(key: ArrivalBudget): Promise<void> | undefined;
+  /**
    * A fleet store only: gives back locally what a refused `confirm` took (its concurrency slots;
    * `confirm` itself has already given the buckets back and set them to the fleet's levels).
    */

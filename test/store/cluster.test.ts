@@ -68,10 +68,7 @@ function keysPerNode(prefix: string) {
 if (cluster === null) {
   test("the fleet store on a Redis Cluster", (t) => t.skip(`${missing}: no Redis Cluster can be started`));
 } else {
-  describeStore("redis cluster", () => clusterStore(uniquePrefix()), {
-    perKeyBounds: false,
-    propertyRuns: 40,
-  });
+  describeStore("redis cluster", () => clusterStore(uniquePrefix()), { propertyRuns: 40 });
 
   describe("two Governors on a Redis Cluster", () => {
     test("never hold more than the lane's limit together, and a release on one wakes the other by pub/sub", async () => {

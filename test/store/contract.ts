@@ -13,9 +13,8 @@ import type { Store } from "../../src/store/store.js";
 
 export interface ContractOptions {
   /**
-   * Whether the store holds per-key bounds (`arrival` with a limit). The Redis store refuses them
-   * as not built (a key's bound counts waiters, which are per process): its run skips those checks
-   * and says so.
+   * Whether the store holds per-key bounds (`arrival` with a limit); a store that refuses them
+   * as not built skips those checks, saying so. Both stores hold them today.
    */
   perKeyBounds?: boolean;
   /**

@@ -1,7 +1,6 @@
 /**
  * The store contract suite against the Redis store on one server (the machine's, at REDIS_URL):
- * the same checks the memory store and the Cluster pass. Per-key bounds are refused by the Redis
- * store as not built, so those two checks are skipped, saying so.
+ * the same checks the memory store and the Cluster pass, per-key bounds included.
  */
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
@@ -41,6 +40,6 @@ if (missing !== null) {
       await store.start();
       return store;
     },
-    { perKeyBounds: false, propertyRuns: 40 },
+    { propertyRuns: 40 },
   );
 }

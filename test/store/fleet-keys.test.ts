@@ -1,0 +1,138 @@
+/**
+ * Per-key bounds across replicas: two Governors, each with its own RedisStore on one Redis. A
+ * key's calls spread over both never exceed its bound (in flight + queued): counted at the far end
+ * (the leases its callers hold at once), in both replicas' snapshots, and in Redis. A replica
+ * whose mirror does not know yet what the other took passes its own check, and Redis refuses the
+ * arrival (KeyLimitError) before its caller has a lease; once it has heard, the pre-body
+ * `checkKey` refuses at once. Every slot goes back when the calls end or leave their queue.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { KeyLimitError } from "../../src/core/errors.js";
+import type { Lease } from "../../src/core/lease.js";
+import type { GovernorOptions } from "../../src/core/options.js";
+import { Governor } from "../../src/governor/governor.js";
+import { RedisStore } from "../../src/store/redis.js";
+import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+
+const stores: RedisStore[] = [];
+after(async () => {
+  await Promise.all(stores.map((s) => s.close()));
+});
+
+const BOUND = 3;
+
+async function fleet(t: { skip(m: string): void }, laneLimit: number) {
+  const redis = await redisOrSkip(t as never);
+  if (redis === null) return null;
+  const prefix = uniquePrefix();
+  const options: GovernorOptions = {
+    lanes: { chat: { limit: laneLimit, reserve: 0, queueLimit: 20, queueTimeoutMs: 30_000 } },
+    keys: { team: { maxInflight: BOUND } },
+  };
+  const make = async (replica: string) => {
+    const store = new RedisStore({ url: REDIS_URL, prefix, replica, leaseTtlMs: 15_000 });
+    stores.push(store);
+    await store.start();
+    return { store, gov: new Governor({ ...options, store }) };
+  };
+  const replicas = [await make("a"), await make("b")] as const;
+  const key = `{${prefix}}:b:key:team`;
+  /** What Redis counts on the key, all replicas together. */
+  const counted = async () => Object.values(await redis.hgetall(key)).reduce((sum, n) => sum + Number(n), 0);
+  /** In flight + queued on the key, both replicas' snapshots together. */
+  const held = () =>
+    replicas
+      .flatMap(({ gov }) => gov.snapshot().keys)
+      .reduce((sum, k) => sum + k.inflight + (k.queued ?? 0), 0);
+  return { replicas, counted, held, close: () => redis.disconnect() };
+}
+
+type Settled = { lease: Lease } | { error: unknown };
+const settle = (p: Promise<Lease>): Promise<Settled> =>
+  p.then(
+    (lease) => ({ lease }),
+    (error: unknown) => ({ error }),
+  );
+
+/** Until the turn's scripts (releases, arrivals) have reached Redis and been answered. */
+const drained = async (stores: readonly RedisStore[]) => {
+  await new Promise((r) => setImmediate(r));
+  await Promise.all(stores.map((s) => s.heartbeat()));
+};
+
+describe("per-key bounds across two replicas", { timeout: 60_000 }, () => {
+  test("a burst on both replicas: exactly the bound is held at the far end, the rest refused with key_limit", async (t) => {
+    const f = await fleet(t, 20); // the lane has room for all: only the key bounds them
+    if (f === null) return;
+    const [a, b] = f.replicas;
+    const burst = [
+      ...Array.from({ length: 6 }, () => a.gov.acquire("chat", { key: "team" })),
+      ...Array.from({ length: 6 }, () => b.gov.acquire("chat", { key: "team" })),
+    ].map(settle);
+    const results = await Promise.all(burst);
+    const leases = results.flatMap((r) => ("lease" in r ? [r.lease] : []));
+    const refusals = results.flatMap((r) => ("error" in r ? [r.error] : []));
+    assert.equal(leases.length, BOUND, "the far end holds exactly the bound, both replicas together");
+    assert.ok(
+      refusals.every((e) => e instanceof KeyLimitError),
+      refusals.map((e) => String(e)).join("; "),
+    );
+    assert.equal(await f.counted(), BOUND, "Redis counts the bound");
+    assert.equal(f.held(), BOUND, "and so do the replicas' snapshots");
+    for (const l of leases) l.release();
+    await drained([a.store, b.store]);
+    assert.equal(await f.counted(), 0, "every slot given back");
+    assert.equal(f.held(), 0);
+    f.close();
+  });
+
+  test("queued calls count too: in flight + queued across replicas never above the bound, and slots come back as calls end or leave", async (t) => {
+    const f = await fleet(t, 1); // one call in flight fleet-wide: the key's other calls queue
+    if (f === null) return;
+    const [a, b] = f.replicas;
+    const stores = [a.store, b.store];
+    const first = await a.gov.acquire("chat", { key: "team" }); // in flight on a
+    const abort = new AbortController();
+    const calls = [settle(b.gov.acquire("chat", { key: "team", signal: abort.signal }))]; // queued on b
+    await drained(stores);
+    calls.push(settle(a.gov.acquire("chat", { key: "team" }))); // queued on a
+    await drained(stores);
+    assert.equal(await f.counted(), BOUND, "Redis: one in flight and two queued, both replicas together");
+    assert.equal(f.held(), BOUND, "the snapshots agree");
+    assert.ok(a.gov.checkKey("team") instanceof KeyLimitError, "the pre-body check refuses on a");
+    assert.ok(b.gov.checkKey("team") instanceof KeyLimitError, "and on b, from what it heard of a");
+    const over = await settle(b.gov.acquire("chat", { key: "team" }));
+    assert.ok("error" in over && over.error instanceof KeyLimitError, "a fourth call is refused");
+
+    abort.abort(new Error("caller went away"));
+    await drained(stores);
+    assert.equal(await f.counted(), BOUND - 1, "the aborted waiter's slot is back in Redis");
+    // A waiter that leaves before Redis answered its arrival: its slot comes back once it has.
+    const gone = new AbortController();
+    const left = settle(b.gov.acquire("chat", { key: "team", signal: gone.signal }));
+    gone.abort(new Error("left at once"));
+    assert.ok("error" in (await left));
+    await drained(stores);
+    assert.equal(await f.counted(), BOUND - 1, "no slot kept for it");
+    calls.push(settle(b.gov.acquire("chat", { key: "team" }))); // so it is admitted now
+    await drained(stores);
+    assert.equal(await f.counted(), BOUND);
+
+    // Serve them one by one: never above the bound, at the far end, in the snapshots or in Redis.
+    first.release();
+    let served = 1;
+    for (const call of calls) {
+      const done = await call;
+      if (!("lease" in done)) continue;
+      served++;
+      assert.ok(f.held() <= BOUND && (await f.counted()) <= BOUND);
+      done.lease.release();
+    }
+    assert.equal(served, BOUND, "the first call, a's waiter and b's second waiter");
+    await drained(stores);
+    assert.equal(await f.counted(), 0, "every slot given back");
+    assert.equal(f.held(), 0);
+    f.close();
+  });
+});
