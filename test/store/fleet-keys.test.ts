@@ -4,10 +4,13 @@
  * (the leases its callers hold at once), in both replicas' snapshots, and in Redis. A replica
  * whose mirror does not know yet what the other took passes its own check, and Redis refuses the
  * arrival (KeyLimitError) before its caller has a lease; once it has heard, the pre-body
- * `checkKey` refuses at once. Every slot goes back when the calls end or leave their queue.
+ * `checkKey` refuses at once. Every slot goes back when the calls end or leave their queue. And a
+ * property: random arrivals, releases and aborts on both replicas never leave Redis or the far
+ * end above the bound, and leave nothing counted once every call ended.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
+import fc from "fast-check";
 import { KeyLimitError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
@@ -134,5 +137,68 @@ describe("per-key bounds across two replicas", { timeout: 60_000 }, () => {
     assert.equal(await f.counted(), 0, "every slot given back");
     assert.equal(f.held(), 0);
     f.close();
+  });
+
+  test("property: random arrivals, releases and aborts on two replicas never go above the bound and leave nothing counted", async (t) => {
+    const redis = await redisOrSkip(t as never);
+    if (redis === null) return;
+    type Op = { t: "acquire"; replica: 0 | 1 } | { t: "release" | "abort"; pick: number };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      {
+        weight: 5,
+        arbitrary: fc.record({
+          t: fc.constant("acquire" as const),
+          replica: fc.constantFrom(0 as const, 1 as const),
+        }),
+      },
+      { weight: 3, arbitrary: fc.record({ t: fc.constant("release" as const), pick: fc.nat(20) }) },
+      { weight: 2, arbitrary: fc.record({ t: fc.constant("abort" as const), pick: fc.nat(20) }) },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 30 }), async (ops) => {
+        const f = await fleet(t, 2);
+        if (f === null) return;
+        const stores = f.replicas.map((r) => r.store);
+        const held: Lease[] = [];
+        const calls: { abort: AbortController; settled: boolean; done: Promise<void> }[] = [];
+        for (const o of ops) {
+          if (o.t === "acquire") {
+            const abort = new AbortController();
+            const call = { abort, settled: false, done: Promise.resolve() };
+            call.done = f.replicas[o.replica].gov.acquire("chat", { key: "team", signal: abort.signal }).then(
+              (lease) => {
+                held.push(lease);
+                call.settled = true;
+              },
+              () => {
+                call.settled = true;
+              },
+            );
+            calls.push(call);
+          } else if (o.t === "release" && held.length > 0) held.splice(o.pick % held.length, 1)[0]!.release();
+          else if (o.t === "abort") {
+            const open = calls.filter((c) => !c.settled);
+            if (open.length > 0) open[o.pick % open.length]!.abort.abort(new Error("aborted"));
+          }
+          await new Promise((r) => setTimeout(r, 5));
+          assert.ok(held.length <= BOUND, `${held.length} leases held at the far end`);
+          assert.ok((await f.counted()) <= BOUND, "Redis never counts more than the bound");
+        }
+        for (let round = 0; round < 100 && (held.length > 0 || calls.some((c) => !c.settled)); round++) {
+          for (const l of held.splice(0)) l.release();
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        assert.ok(
+          calls.every((c) => c.settled),
+          "every call was served or refused",
+        );
+        await drained(stores);
+        assert.equal(await f.counted(), 0, "nothing left counted in Redis");
+        assert.equal(f.held(), 0);
+        f.close();
+      }),
+      { numRuns: 10 },
+    );
+    redis.disconnect();
   });
 });

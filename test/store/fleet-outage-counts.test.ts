@@ -30,18 +30,21 @@ async function setup() {
   const gov = new Governor({
     store,
     lanes: { chat: { limit: 8, reserve: 0, queueLimit: 8, queueTimeoutMs: 5000 } },
+    keys: { team: { maxInflight: 4 } },
   });
   const redis = await connectDirect(server);
   const lane = `{${prefix}}:b:lane:chat`;
   /** What Redis counts for replica r1 on the lane. */
   const counted = async () => Number((await redis.hget(lane, "r1")) ?? 0);
+  /** What Redis counts for replica r1 on key team (in flight + queued). */
+  const keyCounted = async () => Number((await redis.hget(`{${prefix}}:b:key:team`, "r1")) ?? 0);
   /** Whether r1's lease is alive in Redis time. */
   const leased = async () => {
     const [seconds, micros] = await redis.time();
     const expiry = await redis.zscore(`{${prefix}}:replicas`, "r1");
     return expiry !== null && Number(expiry) > Number(seconds) * 1000 + Number(micros) / 1000;
   };
-  return { proxy, store, gov, counted, leased };
+  return { proxy, store, gov, counted, keyCounted, leased };
 }
 
 async function connectDirect(server: RedisProcess): Promise<Redis> {
@@ -163,5 +166,26 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     await sent();
     await store.heartbeat();
     assert.equal(await counted(), 0);
+  });
+
+  test("a key's bound: divided while Redis is away, and its count rewritten when Redis answers", async (t) => {
+    if (skipWithoutRedisServer(t)) return;
+    const { proxy, store, gov, keyCounted } = await setup();
+    const held = await Promise.all([1, 2].map(() => gov.acquire("chat", { key: "team" })));
+    assert.equal(await keyCounted(), 2);
+    await proxy.cut();
+    await down(store);
+    assert.ok(gov.checkKey("team") !== undefined, "4 ÷ 2 expected replicas: this replica's 2 fill its share");
+    held.pop()!.release();
+    held.pop()!.release();
+    held.push(await gov.acquire("chat", { key: "team" })); // from the share, not sent to Redis
+    await proxy.restore();
+    await back(store);
+    assert.equal(await keyCounted(), 1, "Redis counts the 1 keyed call held, not the 2 before");
+    assert.equal(gov.checkKey("team"), undefined, "the whole bound again");
+    for (const l of held) l.release();
+    await sent();
+    await store.heartbeat();
+    assert.equal(await keyCounted(), 0);
   });
 });
