@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import type { RedisStore } from "../../src/store/redis.js";
+import type { OnStoreError, RedisStore } from "../../src/store/redis.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 import type { RedisProcess } from "./redis-helpers.js";
 
@@ -25,8 +25,8 @@ after(async () => {
 /** A lease long enough to outlive every outage below on a loaded machine. */
 const TTL_MS = 20_000;
 
-async function setup() {
-  const { server, proxy, store, prefix } = await fixture.startBehindProxy("local", TTL_MS);
+async function setup(policy: OnStoreError = "local") {
+  const { server, proxy, store, prefix } = await fixture.startBehindProxy(policy, TTL_MS);
   const gov = new Governor({
     store,
     lanes: { chat: { limit: 8, reserve: 0, queueLimit: 8, queueTimeoutMs: 5000 } },
@@ -56,12 +56,12 @@ async function connectDirect(server: RedisProcess): Promise<Redis> {
 }
 
 /** Heartbeats until one fails: the store has seen the cut (ioredis hears of it a little later). */
-async function down(store: RedisStore): Promise<void> {
+async function down(store: RedisStore, policy: OnStoreError = "local"): Promise<void> {
   for (let i = 0; i < 50 && store.status().mode === "connected"; i++) {
     await store.heartbeat();
     if (store.status().mode === "connected") await new Promise((r) => setTimeout(r, 20));
   }
-  assert.equal(store.status().mode, "local", "the cut is seen");
+  assert.equal(store.status().mode, policy, "the cut is seen");
 }
 
 /**
@@ -187,5 +187,31 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     await sent();
     await store.heartbeat();
     assert.equal(await keyCounted(), 0);
+  });
+
+  test("closed: when a grant is what ends the outage, the releases made meanwhile are rewritten after it", async (t) => {
+    if (skipWithoutRedisServer(t)) return;
+    const { proxy, store, gov, counted } = await setup("closed");
+    const held = await Promise.all([1, 2, 3].map(() => gov.acquire("chat")));
+    await proxy.cut();
+    await down(store, "closed");
+    held.pop()!.release();
+    held.pop()!.release();
+    await proxy.restore();
+    // No heartbeat: grants go to Redis under `closed`; the first that gets through ends the outage.
+    let lease: Lease | undefined;
+    for (let i = 0; i < 100 && lease === undefined; i++) {
+      lease = await gov.acquire("chat").catch(() => undefined);
+      if (lease === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(lease !== undefined, "served once Redis answers");
+    held.push(lease);
+    assert.equal(store.status().mode, "connected");
+    await store.heartbeat(); // after the rewrite the grant started, on the same connection
+    assert.equal(await counted(), 2, "the call held from before and the new one");
+    for (const l of held) l.release();
+    await sent();
+    await store.heartbeat();
+    assert.equal(await counted(), 0);
   });
 });
