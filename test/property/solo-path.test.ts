@@ -1,14 +1,20 @@
 /**
- * The solo path (issue 13): a lane whose path is its own concurrency budget alone is granted and
- * given back by that budget directly when the store counts in place (the memory store), instead
- * of through the store's loop over the path (`Grants.inPlace`, `Path.solo`). This runs the same
- * random operations on two governors with manual clocks — one on the default memory store (the
- * solo path), one on a memory store whose `commit`/`give` are overridden and only call the
- * originals (the general path) — and asks for the same answers after every step: which calls
- * were granted, queued, refused (and with what code), aborted or timed out, each lease's queue
- * wait, and the whole snapshot. Reconfigures move lanes between solo and not (a group added or
- * removed) while leases taken on the old path are held, so a lease given back after the lane
- * changed must give back what it took.
+ * The solo path (issue 13): a lane whose path is its own concurrency budget alone checks room with
+ * one call, is granted and given back by that budget directly when the store counts in place (the
+ * memory store: `Grants.inPlace`, `Path.solo`), and is asked only for its deadlines when the timer
+ * is armed (`Scheduler.nextWakeAt`). This runs the same random operations on two governors with
+ * manual clocks and asks for the same answers after every step — which calls were granted,
+ * queued, refused (and with what code), aborted or timed out, each lease's queue wait, and the
+ * whole snapshot:
+ *
+ * - the solo governor: the default memory store, lanes with no group;
+ * - the walking governor: every lane also in an inert group (a limit no run reaches), so no path
+ *   is solo, on a memory store whose `commit`/`give` are overridden and only call the originals,
+ *   so every take and give goes through the store's loop over the path.
+ *
+ * A timer armed later than it should be would show as a timeout answered at a different step.
+ * Reconfigures move lanes in and out of a real group while leases taken on the old path are
+ * held, so a lease given back after its lane changed must give back what it took.
  */
 import { describe, test } from "node:test";
 import fc from "fast-check";
@@ -71,17 +77,25 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
 );
 
-function options(limits: [number, number], reserve: number, grouped: [boolean, boolean]): GovernorOptions {
+/** No run holds this many: on the walking side it only keeps every path from being solo. */
+const INERT = { limit: 1_000 };
+
+function options(
+  limits: [number, number],
+  reserve: number,
+  grouped: [boolean, boolean],
+  walking: boolean,
+): GovernorOptions {
   const lane = (i: 0 | 1) => ({
     limit: limits[i],
     reserve: Math.min(reserve, limits[i] - 1),
     queueLimit: 3,
     queueTimeoutMs: 500,
     agingMs: 200,
-    ...(grouped[i] ? { group: "g" } : {}),
+    group: [...(grouped[i] ? ["g"] : []), ...(walking ? ["inert"] : [])],
   });
   return {
-    groups: { g: { limit: 3 } },
+    groups: walking ? { g: { limit: 3 }, inert: INERT } : { g: { limit: 3 } },
     keys: { k: { maxInflight: 3 } },
     lanes: { A: lane(0), B: lane(1) },
   };
@@ -99,8 +113,9 @@ class Side {
   readonly gov: Governor;
   readonly calls: Call[] = [];
 
-  constructor(store: MemoryStore | undefined) {
-    this.gov = new Governor({ ...options([2, 3], 1, [false, false]), clock: this.clock, store });
+  constructor(readonly walking: boolean) {
+    const store = walking ? new WalkingStore() : undefined;
+    this.gov = new Governor({ ...options([2, 3], 1, [false, false], walking), clock: this.clock, store });
   }
 
   apply(op: Op): void {
@@ -121,8 +136,9 @@ class Side {
               call.lease = lease;
               call.outcome = `granted after ${lease.queuedMs} ms`;
             },
-            (error: { code?: string; reason?: string }) => {
-              call.outcome = `refused ${error.code ?? "abort"} ${error.reason ?? ""}`;
+            (error: { code?: string; message?: string }) => {
+              // The message carries the numbers (waited ms, position): a late timeout shows.
+              call.outcome = `refused ${error.code ?? "abort"}: ${error.message}`;
             },
           );
         return;
@@ -148,15 +164,16 @@ class Side {
         this.clock.advance(op.ms);
         return;
       case "reconfigure":
-        this.gov.reconfigure(options(op.limits, op.reserve, op.grouped));
+        this.gov.reconfigure(options(op.limits, op.reserve, op.grouped, this.walking));
         return;
     }
   }
 
   /** Everything a caller or an operator can see, as plain data. */
   seen(): unknown {
-    const { generated_at: _, ...snapshot } = this.gov.snapshot();
-    return { calls: this.calls.map((c) => c.outcome), snapshot };
+    const { generated_at: _, groups, ...snapshot } = this.gov.snapshot();
+    const real = groups.filter((g) => g.group !== "inert");
+    return { calls: this.calls.map((c) => c.outcome), snapshot: { ...snapshot, groups: real } };
   }
 }
 
@@ -165,10 +182,11 @@ const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 describe("solo path: a lane of one concurrency budget on the memory store", () => {
   test("answers every random sequence exactly as the path through the store does", async () => {
     let grants = 0;
+    let timeouts = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 80, size: "max" }), async (ops) => {
-        const solo = new Side(undefined);
-        const walking = new Side(new WalkingStore());
+        const solo = new Side(false);
+        const walking = new Side(true);
         for (const [i, op] of ops.entries()) {
           solo.apply(op);
           walking.apply(op);
@@ -192,10 +210,12 @@ describe("solo path: a lane of one concurrency budget on the memory store", () =
           if (lane.inflight !== 0 || lane.queued !== 0)
             throw new Error(`lane ${lane.lane} left ${lane.inflight} in flight, ${lane.queued} queued`);
         grants += solo.calls.filter((c) => c.lease !== undefined).length;
+        timeouts += solo.calls.filter((c) => c.outcome.startsWith("refused queue_timeout")).length;
       }),
       runs(200),
     );
-    // Keep the generator honest: the runs must have granted calls at all.
+    // Keep the generator honest: the runs must have granted calls, and timed some out.
     if (grants < 200) throw new Error(`only ${grants} grants over the runs`);
+    if (timeouts < 20) throw new Error(`only ${timeouts} queue timeouts over the runs`);
   });
 });
