@@ -311,8 +311,29 @@ async function pairs(n: number, peerName: string): Promise<void> {
   log(`${peer.name}: ${n.toLocaleString("en")} pairs in ${(Number(ns) / 1e6).toFixed(1)} ms`);
 }
 
+/**
+ * `--bursts=N [--peer=NAME]`: only N runs of (b) — 100,000 tasks at once, limit 64 — after 3
+ * warm-up runs, dumped like `--pairs`: the last dump's `summary:` ÷ (N × 100,000) is the
+ * instructions of one task, the garbage collector's included (it is most of (b)).
+ */
+async function bursts(n: number, peerName: string): Promise<void> {
+  const peer = PEERS.find((p) => p.name === peerName);
+  if (peer === undefined)
+    throw new Error(`--peer=${peerName}: no such peer (${PEERS.map((p) => p.name).join(", ")})`);
+  for (let i = 0; i < 3; i++) await peer.burst(100_000, 64);
+  const dump = () => {
+    if (process.env.SLUICE_CALLGRIND === "1") execFileSync("callgrind_control", ["-d", String(process.pid)]);
+  };
+  dump();
+  let ns = 0n;
+  for (let i = 0; i < n; i++) ns += await peer.burst(100_000, 64);
+  dump();
+  log(`${peer.name}: ${n} × 100,000 tasks in ${(Number(ns) / 1e6).toFixed(1)} ms`);
+}
+
 const pairsArg = process.argv.find((a) => a.startsWith("--pairs="));
-if (pairsArg !== undefined) {
-  const peerArg = process.argv.find((a) => a.startsWith("--peer="))?.slice(7) ?? "sluice";
-  await pairs(Number(pairsArg.slice(8)), peerArg);
-} else await main();
+const burstsArg = process.argv.find((a) => a.startsWith("--bursts="));
+const peerArg = process.argv.find((a) => a.startsWith("--peer="))?.slice(7) ?? "sluice";
+if (pairsArg !== undefined) await pairs(Number(pairsArg.slice(8)), peerArg);
+else if (burstsArg !== undefined) await bursts(Number(burstsArg.slice(9)), peerArg);
+else await main();
