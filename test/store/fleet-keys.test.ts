@@ -19,8 +19,10 @@ import { RedisStore } from "../../src/store/redis.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];
+const clients: { disconnect(): void }[] = [];
 after(async () => {
   await Promise.all(stores.map((s) => s.close()));
+  for (const c of clients) c.disconnect(); // also when a test failed before its own close
 });
 
 const BOUND = 3;
@@ -28,6 +30,7 @@ const BOUND = 3;
 async function fleet(t: { skip(m: string): void }, laneLimit: number) {
   const redis = await redisOrSkip(t as never);
   if (redis === null) return null;
+  clients.push(redis);
   const prefix = uniquePrefix();
   const options: GovernorOptions = {
     lanes: { chat: { limit: laneLimit, reserve: 0, queueLimit: 20, queueTimeoutMs: 30_000 } },
@@ -149,6 +152,7 @@ describe("per-key bounds across two replicas", { timeout: 60_000 }, () => {
   test("property: random arrivals, releases and aborts on two replicas never go above the bound and leave nothing counted", async (t) => {
     const redis = await redisOrSkip(t as never);
     if (redis === null) return;
+    clients.push(redis);
     type Op = { t: "acquire"; replica: 0 | 1 } | { t: "release" | "abort"; pick: number };
     const op: fc.Arbitrary<Op> = fc.oneof(
       {
