@@ -148,6 +148,12 @@ export function redactStoreUrl(url: string): string {
 }
 
 /**
+ * The shortest wait for a script's answer before Redis counts as unreachable: a busy 2-core machine
+ * can take a second or more to answer a healthy Redis, and a false alarm starts the outage policy.
+ */
+export const MIN_COMMAND_TIMEOUT_MS = 5000;
+
+/**
  * A connection to the Redis that `url` names, with `options` (lazy: call `connect()`). For a
  * Cluster, `options` apply to each node's connection, except the queueing, laziness and
  * pipelining options, which a Cluster takes for itself.
@@ -182,8 +188,17 @@ export function connectRedis(url: string, options: RedisOptions): FleetConnectio
  * by `turnPipelined`, so not by ioredis, whose batches wait for `setImmediate`) and one
  * subscribed to the fleet's channels. RESP2 explicitly (ioredis 6 defaults to RESP3); commands
  * fail fast so an outage is seen within a heartbeat instead of queueing without end.
+ *
+ * A script unanswered for one heartbeat's interval (`leaseTtlMs ÷ 3`, at least
+ * {@link MIN_COMMAND_TIMEOUT_MS}) fails as if Redis were down: a Redis that stops answering without
+ * closing the connection (a stalled server, a partition that drops packets instead of resetting)
+ * would otherwise hold every grant forever and never start the outage policy.
  */
-export function fleetConnections(url: string): [client: FleetConnection, subscriber: FleetConnection] {
+export function fleetConnections(
+  url: string,
+  leaseTtlMs: number,
+): [client: FleetConnection, subscriber: FleetConnection] {
+  const commandTimeout = Math.max(MIN_COMMAND_TIMEOUT_MS, leaseTtlMs / 3);
   const common = {
     protocol: 2 as const,
     maxRetriesPerRequest: 1,
@@ -191,7 +206,7 @@ export function fleetConnections(url: string): [client: FleetConnection, subscri
     lazyConnect: true,
   };
   return [
-    connectRedis(url, { ...common, enableAutoPipelining: false }),
+    connectRedis(url, { ...common, enableAutoPipelining: false, commandTimeout }),
     connectRedis(url, { ...common, enableOfflineQueue: true }),
   ];
 }

@@ -101,7 +101,7 @@ export class RedisStore implements Store {
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
     this.#mirror = new FleetMirror(tag);
     this.#rates = new FleetRates(tag);
-    [this.#client, this.#subscriber] = fleetConnections(options.url);
+    [this.#client, this.#subscriber] = fleetConnections(options.url, this.#ttlMs);
     this.#batched = turnPipelined(this.#client, () => {
       this.#keys.flush();
       this.#grants.flush();
