@@ -129,6 +129,11 @@ export class FleetMirror {
     return keys.map((k) => this.#heard.get(k) ?? 0);
   }
 
+  /** Whether a release message was heard on one of `keys` since `heard()` returned `before`. */
+  heardSince(keys: readonly string[], before: readonly number[]): boolean {
+    return keys.some((k, i) => (this.#heard.get(k) ?? 0) !== before[i]);
+  }
+
   /**
    * What the other replicas hold on each budget, as a script just read it; true when room grew.
    * The answer and the release messages travel on different connections, so a release heard

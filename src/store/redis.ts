@@ -262,7 +262,9 @@ export class RedisStore implements Store {
       // Better waiters on other replicas (last in a ranked answer): leave their room too.
       if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
       const gave = unsent || this.#releases.given !== given;
-      if (freed || gave) setImmediate(() => this.#changes.emit()); // after the requeue
+      // A release heard while it was asked ran its pass while this call held its local take: look again.
+      const missed = this.#mirror.heardSince(fleet.keys, heard);
+      if (freed || gave || missed) setImmediate(() => this.#changes.emit()); // after the requeue
       this.#resync.answered();
       return false;
     }

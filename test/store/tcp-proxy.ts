@@ -3,16 +3,21 @@
  * itself keeps its data (and so a replica's lease): `cut()` drops every connection and refuses new
  * ones until `restore()`, `drop()` only drops them; `hold()` stops forwarding in both directions (what is sent meanwhile is
  * lost), and `dropReplies()` forwards requests but loses the answers — so a script is lost, or run
- * without its caller ever hearing of it, before the next `cut()`.
+ * without its caller ever hearing of it, before the next `cut()`. `holdReplies()` keeps the answers
+ * on command connections (not the subscribed ones) until `passReplies()`: a script's answer then
+ * arrives after messages Redis published later.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
 
-type Mode = "pass" | "hold" | "drop-replies";
+type Mode = "pass" | "hold" | "drop-replies" | "hold-replies";
 
 export class TcpProxy {
   readonly #sockets = new Set<Socket>();
   #server: Server | null = null;
   #mode: Mode = "pass";
+  /** Answers kept by `holdReplies()`, in order, with the connection each is for. */
+  #held: Array<[Socket, Buffer]> = [];
+  #onHeld: (() => void) | null = null;
 
   constructor(
     readonly port: number,
@@ -45,6 +50,20 @@ export class TcpProxy {
     this.#mode = "drop-replies";
   }
 
+  /** Keeps the answers on command connections until `passReplies()`; resolves when one is kept. */
+  holdReplies(): Promise<void> {
+    this.#mode = "hold-replies";
+    return new Promise((resolve) => {
+      this.#onHeld = resolve;
+    });
+  }
+
+  /** Delivers the kept answers, in order, and forwards everything again. */
+  passReplies(): void {
+    this.#mode = "pass";
+    for (const [client, chunk] of this.#held.splice(0)) client.write(chunk);
+  }
+
   /** Every connection closed at once; new ones are forwarded again (a blip: ioredis reconnects at once). */
   drop(): void {
     this.#mode = "pass";
@@ -72,11 +91,18 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
-    client.on("data", (chunk) => {
-      if (this.#mode === "pass" || this.#mode === "drop-replies") upstream.write(chunk);
+    let subscribed = false; // the subscriber's connection: its messages pass under `hold-replies`
+    client.on("data", (chunk: Buffer) => {
+      if (this.#mode === "hold") return;
+      if (!subscribed && /subscribe/i.test(chunk.toString("latin1"))) subscribed = true;
+      upstream.write(chunk);
     });
-    upstream.on("data", (chunk) => {
-      if (this.#mode === "pass") client.write(chunk);
+    upstream.on("data", (chunk: Buffer) => {
+      if (this.#mode === "pass" || (this.#mode === "hold-replies" && subscribed)) client.write(chunk);
+      else if (this.#mode === "hold-replies") {
+        this.#held.push([client, chunk]);
+        this.#onHeld?.();
+      }
     });
   }
 }
