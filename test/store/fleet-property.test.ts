@@ -3,7 +3,8 @@
  * RedisStores on one prefix, random acquires on two lanes that share a pod and a group, random
  * releases and aborts. After every step, the leases both replicas hold together never exceed any
  * budget (lane, pod, group); at the end, with everything released, every waiter was granted (no
- * lost wake-up across replicas) and Redis holds no count (no residue).
+ * lost wake-up across replicas) and Redis holds no count (no residue). Leases of 5 minutes keep
+ * the heartbeat (every 100 s) out of the run: a waiter is woken by a release or not at all.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -58,15 +59,25 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 const settle = () => new Promise((r) => setTimeout(r, 15));
+const LEASE_TTL_MS = 300_000;
+/**
+ * How long the waiters may take to be granted once everything is released: a bound against a
+ * hang (a lost wake-up waits for the heartbeat, 100 s away), generous for a loaded 2-core machine
+ * (they take a few round trips, ~50 ms idle).
+ */
+const WAKE_BOUND_MS = 30_000;
 
 describe("fleet invariants (property, real Redis)", () => {
   test("two replicas never hold more than a budget together; no lost wake-up, no residue", async (t) => {
     const redis = await redisOrSkip(t);
     if (redis === null) return;
+    t.after(() => redis.disconnect()); // a failed property too: an open client keeps the file's process alive
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 40 }), async (ops) => {
         const prefix = uniquePrefix();
-        const stores = [0, 1].map((i) => new RedisStore({ url: REDIS_URL, prefix, replica: `r${i}` }));
+        const stores = [0, 1].map(
+          (i) => new RedisStore({ url: REDIS_URL, prefix, replica: `r${i}`, leaseTtlMs: LEASE_TTL_MS }),
+        );
         await Promise.all(stores.map((s) => s.start()));
         const govs = stores.map((store) => new Governor({ ...options, store }));
         const held: { lease: Lease; lane: string }[] = [];
@@ -98,14 +109,30 @@ describe("fleet invariants (property, real Redis)", () => {
             assert.ok(byLane("b") <= LIMITS.b, `lane b: ${byLane("b")} held across replicas`);
             assert.ok(held.length <= Math.min(LIMITS.pod, LIMITS.group), `pod/group: ${held.length} held`);
           }
-          // Release everything, as long as waiters keep being granted: each must be, in time.
-          for (let round = 0; round < 100 && (held.length > 0 || waiting.some((w) => !w.settled)); round++) {
-            for (const h of held.splice(0)) h.lease.release();
-            await settle();
+          // Release everything, and each waiter as it is granted: every one must be woken.
+          let timer: NodeJS.Timeout | undefined;
+          let late = false;
+          const bound = new Promise<void>((r) => {
+            timer = setTimeout(() => {
+              late = true;
+              r();
+            }, WAKE_BOUND_MS);
+          });
+          try {
+            for (;;) {
+              for (const h of held.splice(0)) h.lease.release();
+              const open = waiting.filter((w) => !w.settled);
+              if (open.length === 0 || late) break;
+              await Promise.race([...open.map((w) => w.done), bound]);
+            }
+          } finally {
+            clearTimeout(timer);
           }
-          assert.ok(
-            waiting.every((w) => w.settled),
-            "every waiter was granted or aborted (no lost wake-up)",
+          const open = waiting.filter((w) => !w.settled).length;
+          assert.equal(
+            open,
+            0,
+            `every waiter was granted or aborted (no lost wake-up): ${open} still waiting`,
           );
           await Promise.all(stores.map((s) => s.heartbeat()));
           const keys = (await redis.keys(`{${prefix}}:b:*`)).sort();
@@ -116,6 +143,10 @@ describe("fleet invariants (property, real Redis)", () => {
             "no count left in Redis",
           );
         } finally {
+          // A failed run too: nothing of it may outlive the run (waiters, leases, timers, connections).
+          for (const w of waiting) w.abort.abort(new Error("the run ended"));
+          for (const h of held.splice(0)) h.lease.release();
+          for (const g of govs) g.close();
           await Promise.all(stores.map((s) => s.close()));
           const keys = await redis.keys(`{${prefix}}*`);
           if (keys.length > 0) await redis.del(...keys);
@@ -123,6 +154,5 @@ describe("fleet invariants (property, real Redis)", () => {
       }),
       { numRuns: 12 },
     );
-    redis.disconnect();
   });
 });
