@@ -174,7 +174,8 @@ export function connectRedis(url: string, options: RedisOptions): FleetConnectio
       name: target.master,
       db: target.db,
     });
-  const { enableOfflineQueue, lazyConnect, enableAutoPipelining, ...node } = options;
+  // A Cluster keeps ioredis's own resubscription (its nodes never get `autoResubscribe`).
+  const { enableOfflineQueue, lazyConnect, enableAutoPipelining, autoResubscribe: _, ...node } = options;
   return new Cluster(target.nodes, {
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
     ...(lazyConnect === undefined ? {} : { lazyConnect }),
@@ -207,6 +208,18 @@ export function fleetConnections(
   };
   return [
     connectRedis(url, { ...common, enableAutoPipelining: false, commandTimeout }),
-    connectRedis(url, { ...common, enableOfflineQueue: true }),
+    connectRedis(url, { ...common, enableOfflineQueue: true, autoResubscribe: false }),
   ];
+}
+
+/**
+ * Subscribes the fleet's `subscriber` to `channels`, and again each time it is ready after a
+ * reconnect. Not ioredis's `autoResubscribe` (off for this connection): the SUBSCRIBE it sends as
+ * the connection comes back has no handler, so a store closed before Redis answered it left an
+ * unhandled "Connection is closed." rejection — fatal under Node's default
+ * `--unhandled-rejections=throw`. A SUBSCRIBE lost here is sent again at the next reconnect.
+ */
+export async function subscribeKept(subscriber: FleetConnection, channels: readonly string[]): Promise<void> {
+  await subscriber.subscribe(...channels);
+  subscriber.on("ready", () => void subscriber.subscribe(...channels).catch(() => {}));
 }

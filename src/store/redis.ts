@@ -45,7 +45,7 @@ import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { type BatchedClient, turnPipelined } from "./redis-batch.js";
-import { type FleetConnection, fleetConnections } from "./redis-connection.js";
+import { type FleetConnection, fleetConnections, subscribeKept } from "./redis-connection.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
@@ -152,7 +152,7 @@ export class RedisStore implements Store {
   async start(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
     const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel];
-    await this.#subscriber.subscribe(this.#releases.channel, ...channels);
+    await subscribeKept(this.#subscriber, [this.#releases.channel, ...channels]); // and after reconnects
     await this.heartbeat(); // reads the kept state of the pods served, too
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();

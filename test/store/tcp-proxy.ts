@@ -5,7 +5,8 @@
  * lost), and `dropReplies()` forwards requests but loses the answers — so a script is lost, or run
  * without its caller ever hearing of it, before the next `cut()`. `holdReplies()` keeps the answers
  * on command connections (not the subscribed ones) until `passReplies()`: a script's answer then
- * arrives after messages Redis published later.
+ * arrives after messages Redis published later. `loseRequest(pattern)` loses the next request that
+ * matches, so its caller waits for an answer that never comes.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
 
@@ -18,6 +19,7 @@ export class TcpProxy {
   /** Answers kept by `holdReplies()`, in order, with the connection each is for. */
   #held: Array<[Socket, Buffer]> = [];
   #onHeld: (() => void) | null = null;
+  #lose: { pattern: RegExp; lost: () => void } | null = null;
 
   constructor(
     readonly port: number,
@@ -58,6 +60,13 @@ export class TcpProxy {
     });
   }
 
+  /** Loses the next request matching `pattern` (its bytes, read as latin1); resolves when it is lost. */
+  loseRequest(pattern: RegExp): Promise<void> {
+    return new Promise((lost) => {
+      this.#lose = { pattern, lost };
+    });
+  }
+
   /** Delivers the kept answers, in order, and forwards everything again. */
   passReplies(): void {
     this.#mode = "pass";
@@ -94,7 +103,14 @@ export class TcpProxy {
     let subscribed = false; // the subscriber's connection: its messages pass under `hold-replies`
     client.on("data", (chunk: Buffer) => {
       if (this.#mode === "hold") return;
-      if (!subscribed && /subscribe/i.test(chunk.toString("latin1"))) subscribed = true;
+      const text = chunk.toString("latin1");
+      if (!subscribed && /subscribe/i.test(text)) subscribed = true;
+      const lose = this.#lose;
+      if (lose?.pattern.test(text)) {
+        this.#lose = null;
+        lose.lost();
+        return;
+      }
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
