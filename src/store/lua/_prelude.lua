@@ -23,6 +23,12 @@ local function alive(replicas_key, replica, now)
   return ok
 end
 
+-- The error a script answers when its replica holds no live lease (expired, or Redis was flushed):
+-- the store re-registers its calls and asks again.
+local function unknown_replica()
+  return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
+end
+
 -- Calls held on a budget by live replicas, and of those `me`'s own (one read of the hash: its
 -- own field is in the same HGETALL); the fields of dead replicas are dropped on the way.
 local function inflight(replicas_key, budget_key, now, me)

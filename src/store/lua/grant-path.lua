@@ -30,9 +30,7 @@ local rank = ranked and tonumber(ARGV[#ARGV]) or 0
 local last_pause = #KEYS
 if ranked then last_pause = #KEYS - 1 end
 local now = now_ms()
-if not alive(replicas_key, replica, now) then
-  return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
-end
+if not alive(replicas_key, replica, now) then return unknown_replica() end
 local reply = { 1 }
 local full = 0
 local better = 0

@@ -12,9 +12,7 @@
 local replicas_key = KEYS[1]
 local replica = ARGV[1]
 local now = now_ms()
-if not alive(replicas_key, replica, now) then
-  return redis.error_reply('SLUICE_UNKNOWN_REPLICA no live lease for this replica')
-end
+if not alive(replicas_key, replica, now) then return unknown_replica() end
 local reply = { 1 }
 local full = 0
 for i = 2, #KEYS do
