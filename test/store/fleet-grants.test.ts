@@ -9,20 +9,12 @@ import type { Redis } from "ioredis";
 import { Path } from "../../src/core/path.js";
 import { DEFAULT_RANK } from "../../src/core/priority.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];
 let redis: Redis | null = null;
 const prefixes: string[] = [];
-after(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  if (redis === null) return;
-  for (const p of prefixes) {
-    const keys = await redis.keys(`{${p}}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-});
+after(() => closeAndClean(stores, prefixes, redis));
 
 async function store(limit: number) {
   const prefix = uniquePrefix();

@@ -14,7 +14,7 @@ import { Path } from "../../src/core/path.js";
 import { DEFAULT_RANK } from "../../src/core/priority.js";
 import { Governor } from "../../src/governor/governor.js";
 import { RedisStore } from "../../src/store/redis.js";
-import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const NO_HEARTBEAT_MS = 600_000;
 /** How long a wake-up by message may take on a loaded 2-core machine (it is a few ms). */
@@ -23,15 +23,7 @@ const WAKE_BOUND_MS = 20_000;
 const stores: RedisStore[] = [];
 const prefixes: string[] = [];
 let redis: Redis | null = null;
-after(async () => {
-  await Promise.all(stores.map((s) => s.close()));
-  if (redis === null) return;
-  for (const p of prefixes) {
-    const keys = await redis.keys(`{${p}}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  redis.disconnect();
-});
+after(() => closeAndClean(stores, prefixes, redis));
 
 async function replica(prefix: string, name: string, options?: GovernorOptions) {
   const store = new RedisStore({ url: REDIS_URL, prefix, replica: name, leaseTtlMs: NO_HEARTBEAT_MS });

@@ -12,6 +12,24 @@ import { Redis } from "ioredis";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
+/**
+ * A test file's clean-up: closes its `stores`, then deletes every key under `prefixes` through
+ * `redis` (when the file connected one) and disconnects it.
+ */
+export async function closeAndClean(
+  stores: readonly { close(): Promise<void> }[],
+  prefixes: readonly string[],
+  redis: Redis | null,
+): Promise<void> {
+  await Promise.all(stores.map((s) => s.close()));
+  if (redis === null) return;
+  for (const p of prefixes) {
+    const keys = await redis.keys(`{${p}}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  redis.disconnect();
+}
+
 /** A connected client (RESP2, as the store uses), or null after skipping `t` when none answers. */
 export async function redisOrSkip(t: TestContext, url = REDIS_URL): Promise<Redis | null> {
   const client = new Redis(url, {
