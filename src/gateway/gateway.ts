@@ -83,7 +83,8 @@ export class Gateway {
     // (9 % of the gateway's busy time under a queued storm, bench:gateway (d)-8× profile). The
     // destination writes what is pending as soon as the previous write is done — no line waits
     // for a buffer to fill — and pino flushes it when the process exits.
-    const log = options.logger ?? pino({ level: config.log.level }, pino.destination({ dest: 1, sync: false }));
+    const log =
+      options.logger ?? pino({ level: config.log.level }, pino.destination({ dest: 1, sync: false }));
     // Fleet mode: every budget shared with the other replicas through Redis (started by listen()).
     this.#store = config.store.kind === "redis" ? fleetStore(config) : null;
     const governor = new Governor(governorOptions(config, options.clock, this.#store ?? undefined));
