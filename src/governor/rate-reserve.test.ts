@@ -24,6 +24,21 @@ async function refusal(p: Promise<unknown>): Promise<RateLimitError> {
   return error;
 }
 
+/** `name` (tracked into `order`) is granted exactly `ms` from now: not 1 ms before, and at `ms`. */
+async function grantedExactlyIn(
+  clock: ManualClock,
+  order: string[],
+  ms: number,
+  name: string,
+): Promise<void> {
+  clock.advance(ms - 1);
+  await flush();
+  assert.deepEqual(order, [], `${name} not granted 1 ms before ${ms} ms`);
+  clock.advance(1);
+  await flush();
+  assert.deepEqual(order, [name]);
+}
+
 /** Half of a 60 000 tpm kept for interactive calls; a waiter ages one class a second. */
 const HALF_KEPT_AGING = {
   limit: 100,
@@ -64,12 +79,7 @@ describe("Governor: the interactive reserve of token and request buckets", () =>
     assert.equal(chat.queuedMs, 0, "granted at once, from the reserve");
     assert.equal(tokens(gov).available, 1000);
     // Bulk waits until the refill brings the level to its 2000 + the 6000 kept: 7000 more, 7 s at 1000/s.
-    clock.advance(6999);
-    await flush();
-    assert.deepEqual(order, []);
-    clock.advance(1);
-    await flush();
-    assert.deepEqual(order, ["bulk"]);
+    await grantedExactlyIn(clock, order, 7000, "bulk");
     for (const l of [...held, chat, await bulk]) l.release();
   });
 
@@ -86,12 +96,7 @@ describe("Governor: the interactive reserve of token and request buckets", () =>
     const chat = await gov.acquire("L", { priority: "interactive", tokens: 1000 });
     assert.equal(chat.queuedMs, 0);
     // 1000 tokens/s: level 22 000 at 2 s less chat's 1000 = 21 000; bulk needs 31 000: 10 s more.
-    clock.advance(9999);
-    await flush();
-    assert.deepEqual(order, []);
-    clock.advance(1);
-    await flush();
-    assert.deepEqual(order, ["bulk"]);
+    await grantedExactlyIn(clock, order, 10000, "bulk");
     chat.release();
     (await bulk).release();
   });
