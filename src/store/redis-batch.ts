@@ -12,6 +12,14 @@
  * One connection carries them all, in the order they were asked for (the releases `beforeSend` adds go last): a release sent before a
  * grant reaches Redis before it (`FleetReleases.flushFor`), a heartbeat's re-registration after
  * the releases before it.
+ *
+ * And why not an ioredis `Pipeline` for the write: each one is a heavy object (a promise, a `Set`,
+ * per-instance properties, a closure per command) whose garbage the young generation could not
+ * drop — at 5,000 grants/s a pipelined store promoted ~1.2 MB to the old generation per scavenge
+ * and each scavenge took 4–10 ms (`--trace-gc-nvp`), which was the grant p99. The commands are
+ * sent one by one on a corked socket instead: the same single write, and nothing promoted
+ * (docs/bench-fleet.md). A Cluster has no one socket to cork; it keeps the pipeline (one node:
+ * every key shares the hash tag).
  */
 import type { Redis } from "ioredis";
 import type { FleetConnection } from "./redis-connection.js";
@@ -38,26 +46,12 @@ export function turnPipelined(connection: FleetConnection, beforeSend?: () => vo
     beforeSend?.();
     const batch = queue;
     queue = [];
-    if (batch.length === 1) {
-      const q = batch[0]!;
-      (connection[q.command] as Send)(...q.args).then(q.resolve, q.reject);
-      return;
-    }
-    // All of a fleet's keys share one hash tag: on a Cluster the pipeline goes to one node.
-    const pipeline = connection.pipeline();
-    for (const q of batch) (pipeline[q.command] as (...a: (string | number)[]) => unknown)(...q.args);
-    pipeline.exec().then(
-      (results) => {
-        batch.forEach((q, i) => {
-          const [error, value] = results?.[i] ?? [new Error("no reply in the pipeline's answer"), null];
-          if (error === null) q.resolve(value);
-          else q.reject(error);
-        });
-      },
-      (error: unknown) => {
-        for (const q of batch) q.reject(error);
-      },
-    );
+    if (batch.length > 1 && connection.isCluster) return sendPipelined(connection, batch);
+    // Writes made while corked leave in one `writev` when uncorked (a lone script needs no cork).
+    const socket = batch.length > 1 ? (connection as Redis).stream : undefined;
+    socket?.cork();
+    for (const q of batch) (connection[q.command] as Send)(...q.args).then(q.resolve, q.reject);
+    socket?.uncork();
   };
   const send =
     (command: Queued["command"]): Send =>
@@ -71,4 +65,22 @@ export function turnPipelined(connection: FleetConnection, beforeSend?: () => vo
     // Rare (an account's shared state), and keyless: sent on its own, never in a Cluster pipeline.
     publish: (channel: string, message: string) => connection.publish(channel, message),
   } as unknown as BatchedClient;
+}
+
+/** A Cluster's batch as one ioredis pipeline (one node: every key shares the store's hash tag). */
+function sendPipelined(connection: FleetConnection, batch: readonly Queued[]): void {
+  const pipeline = connection.pipeline();
+  for (const q of batch) (pipeline[q.command] as (...a: (string | number)[]) => unknown)(...q.args);
+  pipeline.exec().then(
+    (results) => {
+      batch.forEach((q, i) => {
+        const [error, value] = results?.[i] ?? [new Error("no reply in the pipeline's answer"), null];
+        if (error === null) q.resolve(value);
+        else q.reject(error);
+      });
+    },
+    (error: unknown) => {
+      for (const q of batch) q.reject(error);
+    },
+  );
 }

@@ -34,7 +34,7 @@ import type { SharedPodState } from "../core/pod.js";
 import type { Rank } from "../core/priority.js";
 import type { RateBudget, RateUnit } from "../core/rate-budget.js";
 import { FleetAccounts } from "./fleet-accounts.js";
-import { FleetGrants } from "./fleet-grant.js";
+import { FleetGrants, grantRequest } from "./fleet-grant.js";
 import { FleetKeys } from "./fleet-keys.js";
 import { FleetMirror } from "./fleet-mirror.js";
 import { FleetPods } from "./fleet-pods.js";
@@ -243,7 +243,7 @@ export class RedisStore implements Store {
     let reply: unknown[];
     this.#resync.sent();
     try {
-      reply = await this.#grants.askKnown({ ...fleet, metered, effective, ...this.#lease });
+      reply = await this.#grants.askKnown(grantRequest(fleet, this.#lease, metered, effective));
     } catch (error) {
       this.#failed();
       this.#resync.answered();
