@@ -11,6 +11,7 @@
  * The grant latency of one call is from calling `acquire()` to the caller holding the slot
  * (`process.hrtime.bigint()`), in microseconds.
  */
+import { constants, PerformanceObserver } from "node:perf_hooks";
 import type { Contender } from "./fleet-redis-contenders.js";
 
 const now = process.hrtime.bigint;
@@ -119,6 +120,32 @@ export interface PacedResult extends RunResult {
   targetPerS: number;
   /** Most grants outstanding at once (started, not yet granted). */
   maxOutstanding: number;
+  /** The young generation's collections (scavenges) in the window: how many, and the longest pause. */
+  scavenges: number;
+  longestScavengeMs: number;
+}
+
+/**
+ * The scavenges (V8's young-generation collections) from `fromMs` to `toMs` on the performance
+ * clock: each stops the process, so a grant that arrives during one waits it out. They were most of
+ * sluice's paced tail once (objects promoted per grant made each scavenge 4–10 ms).
+ */
+function scavengeMeter(): { read(fromMs: number, toMs: number): { count: number; longestMs: number } } {
+  const seen: Array<[start: number, ms: number]> = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) seen.push([e.startTime, e.duration]);
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  return {
+    read(fromMs, toMs) {
+      observer.disconnect();
+      const inWindow = seen.filter(([start]) => start >= fromMs && start < toMs);
+      return { count: inWindow.length, longestMs: Math.max(0, ...inWindow.map(([, ms]) => ms)) };
+    },
+  };
 }
 
 /**
@@ -134,6 +161,8 @@ export async function paced(c: Contender, perS: number, warmMs: number, ms: numb
   let outstanding = 0;
   let maxOutstanding = 0;
   const cpu = cpuMeter(warmMs, ms);
+  const scavenges = scavengeMeter();
+  const startMs = performance.now();
   const start = now();
   const from = start + BigInt(warmMs * 1e6);
   const to = from + BigInt(ms * 1e6);
@@ -168,6 +197,7 @@ export async function paced(c: Contender, perS: number, warmMs: number, ms: numb
     tick();
   });
   await Promise.all(pending);
+  const gc = scavenges.read(startMs + warmMs, startMs + warmMs + ms);
   const [p50, p99] = latency.quantiles(0.5, 0.99);
   return {
     opsPerS: ops / (ms / 1000),
@@ -177,5 +207,7 @@ export async function paced(c: Contender, perS: number, warmMs: number, ms: numb
     cpuUsPerOp: cpu() / ops,
     targetPerS: perS,
     maxOutstanding,
+    scavenges: gc.count,
+    longestScavengeMs: gc.longestMs,
   };
 }

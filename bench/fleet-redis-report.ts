@@ -65,14 +65,14 @@ export function ratioTable(rows: readonly LibraryRow[], callers: readonly number
 
 export function pacedTable(rows: readonly LibraryRow[]): string {
   const lines = [
-    "| contender | asked grants/s | achieved | p50 | p99 | most outstanding | failed |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| contender | asked grants/s | achieved | p50 | p99 | most outstanding | failed | scavenges (longest pause) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
     const p = r.paced;
     if (p === undefined) continue;
     lines.push(
-      `| ${r.name} | ${int(p.targetPerS)} | ${int(p.opsPerS)} | ${us(p.p50Us)} | ${us(p.p99Us)} | ${int(p.maxOutstanding)} | ${int(p.failed)} |`,
+      `| ${r.name} | ${int(p.targetPerS)} | ${int(p.opsPerS)} | ${us(p.p50Us)} | ${us(p.p99Us)} | ${int(p.maxOutstanding)} | ${int(p.failed)} | ${p.scavenges} (${p.longestScavengeMs.toFixed(1)} ms) |`,
     );
   }
   return lines.join("\n");

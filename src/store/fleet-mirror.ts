@@ -12,6 +12,13 @@ import { INTERACTIVE, type Rank } from "../core/priority.js";
 import { FleetKeyBudget } from "./fleet-key-budget.js";
 import { freedBy } from "./fleet-releases.js";
 
+/** The part of a path the fleet shares, from a start on (`FleetMirror.#shape`). */
+interface PathShape {
+  readonly keys: readonly string[];
+  readonly budgets: readonly Shared[];
+  readonly waitKey: string | undefined;
+}
+
 /** A budget whose count the fleet shares (an account's: its calls in flight; a key's: in flight + queued). */
 type Shared = ConcurrencyBudget | AdmissionBudget | Pod | AccountBudget | FleetKeyBudget;
 
@@ -29,6 +36,8 @@ export class FleetMirror {
    * waiters channel) or the next answer from Redis says otherwise.
    */
   readonly #ahead = new Map<string, number>();
+  /** Each path's fleet part, per start (`#shape`). */
+  #shapes = new WeakMap<Path, PathShape[]>();
 
   constructor(
     /** The hash tag every key starts with (`{prefix}`). */
@@ -47,31 +56,65 @@ export class FleetMirror {
   /**
    * The fleet keys of `path` from `from` on, with each budget's limit for a call of class `rank`,
    * and the lane's waiters key when the path's lane part is asked for (priority across replicas).
+   * The keys and budgets are the path's shape (kept, shared: not to be changed); the limits and
+   * the spare room are this call's.
    */
   fleetPart(
     path: Path,
     rank: Rank,
     from: number,
-  ): { keys: string[]; limits: number[]; spare: number[]; budgets: Shared[]; waitKey: string | undefined } {
-    const keys: string[] = [];
-    const limits: number[] = [];
-    const spare: number[] = [];
-    const budgets: Shared[] = [];
-    for (let i = from; i < path.budgets.length; i++) {
-      const budget = path.budgets[i]!;
-      const key = this.#key(budget);
-      if (key === undefined) continue;
-      const mine = this.#mine.get(key) ?? 0;
-      const limit = limitFor(budget as Shared, rank, mine);
-      keys.push(key);
-      limits.push(limit);
+  ): {
+    keys: readonly string[];
+    limits: number[];
+    spare: number[];
+    budgets: readonly Shared[];
+    waitKey: string | undefined;
+  } {
+    const { keys, budgets, waitKey } = this.#shape(path, from);
+    const limits = new Array<number>(keys.length);
+    const spare = new Array<number>(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      const budget = budgets[i]!;
+      const mine = this.#mine.get(keys[i]!) ?? 0;
+      limits[i] = limitFor(budget, rank, mine);
       // Room left beyond this call's slot as this process knows the fleet (`FleetReleases.flushFor`).
-      spare.push(limit - (budget as Shared).others - mine - 1);
-      budgets.push(budget as Shared);
+      spare[i] = limits[i]! - budget.others - mine - 1;
     }
-    const first = path.budgets[0];
-    const waitKey = from === 0 && first !== undefined ? this.waitKey(first) : undefined;
-    return { keys, limits, spare, budgets, waitKey: keys[0] === undefined ? undefined : waitKey };
+    return { keys, limits, spare, budgets, waitKey };
+  }
+
+  /** The fleet keys of `path` from `from` on (kept, shared: not to be changed). */
+  fleetKeys(path: Path, from: number): readonly string[] {
+    return this.#shape(path, from).keys;
+  }
+
+  /**
+   * Which of `path`'s budgets from `from` on the fleet shares, their keys and the lane's waiters
+   * key: worked out once per path and start (asked at every grant and release, and a path never
+   * changes), again after a budget is registered.
+   */
+  #shape(path: Path, from: number): PathShape {
+    let byFrom = this.#shapes.get(path);
+    if (byFrom === undefined) {
+      byFrom = [];
+      this.#shapes.set(path, byFrom);
+    }
+    let shape = byFrom[from];
+    if (shape === undefined) {
+      const keys: string[] = [];
+      const budgets: Shared[] = [];
+      for (let i = from; i < path.budgets.length; i++) {
+        const key = this.#key(path.budgets[i]!);
+        if (key === undefined) continue;
+        keys.push(key);
+        budgets.push(path.budgets[i] as Shared);
+      }
+      const first = path.budgets[0];
+      const waitKey = from === 0 && first !== undefined && keys.length > 0 ? this.waitKey(first) : undefined;
+      shape = { keys, budgets, waitKey };
+      byFrom[from] = shape;
+    }
+    return shape;
   }
 
   /** The waiters hash of a lane budget this store shares (`{P}:w:<budget>`), or undefined. */
@@ -112,16 +155,6 @@ export class FleetMirror {
     this.#ahead.delete(key);
     budget.others = Math.max(0, budget.others - held);
     return true;
-  }
-
-  /** The fleet keys of `path` from `from` on. */
-  fleetKeys(path: Path, from: number): string[] {
-    const keys: string[] = [];
-    for (let i = from; i < path.budgets.length; i++) {
-      const key = this.#key(path.budgets[i]!);
-      if (key !== undefined) keys.push(key);
-    }
-    return keys;
   }
 
   /** How many release messages have been heard on each of `keys` so far. */
@@ -235,6 +268,7 @@ export class FleetMirror {
   #register(budget: Shared, key: string): void {
     this.#keyOf.set(budget, key);
     this.#byKey.set(key, budget);
+    this.#shapes = new WeakMap(); // a path's shape may include this budget now
   }
 }
 
