@@ -64,11 +64,14 @@ export class FleetReleases {
     // this replica's fields to what it holds (`fleet-resync.ts`), these releases included. A
     // release that fails on the way makes that rewrite due too (`link.failed`).
     if (!this.link.connected()) return Promise.resolve();
+    // A release Redis answered NOSCRIPT is re-sent after the grants written behind it: one of them
+    // may have been refused for this very room, and nothing else would wake its waiter. Look again.
     return runScript(
       this.link.client,
       "release",
       [this.indexKey, ...keys],
       [this.link.replica, this.channel, ...counts],
+      () => this.link.changed(),
     ).then(
       () => {},
       () => this.link.failed(),

@@ -22,17 +22,24 @@ export function isReplyCode(error: unknown, code: string): boolean {
   return error instanceof Error && error.message.split(" ", 1)[0] === code;
 }
 
-/** Runs script `name` with `keys` and `args`; one round trip unless the server lacks the script. */
+/**
+ * Runs script `name` with `keys` and `args`; one round trip unless the server lacks the script.
+ * `afterFallback` runs once a script the server lacked was sent again as `EVAL` and answered: the
+ * re-sent script ran after whatever was written behind its `EVALSHA` (`FleetReleases` looks again).
+ */
 export async function runScript(
   client: ScriptClient,
   name: ScriptName,
   keys: readonly string[],
   args: readonly Arg[],
+  afterFallback?: () => void,
 ): Promise<unknown> {
   try {
     return await client.evalsha(SHA[name], keys.length, ...keys, ...args);
   } catch (error) {
     if (!isReplyCode(error, "NOSCRIPT")) throw error;
-    return client.eval(LUA[name], keys.length, ...keys, ...args);
+    const answer = await client.eval(LUA[name], keys.length, ...keys, ...args);
+    afterFallback?.();
+    return answer;
   }
 }
