@@ -14,6 +14,7 @@
  * While Redis is down (`local` or `open`), what this process reserves and settles is kept as
  * `owed` and charged to the fleet's buckets when Redis answers again.
  */
+import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { AccountBudget } from "../core/account.js";
 import type { Path } from "../core/path.js";
@@ -39,7 +40,12 @@ export interface Settlement {
   keys: string[];
   buckets: RateBudget[];
   deltas: number[];
+  /** Its id once sent: a copy re-sent with the same id is applied once (`settle.lua`). */
+  id?: string;
 }
+
+/** How long Redis keeps the ids of the settlements a replica applied (a re-send comes sooner). */
+const SETTLED_KEPT_MS = 24 * 3_600_000;
 
 /** What the metered half needs of the store it serves: its connection and its outage state. */
 export interface FleetLink {
@@ -63,6 +69,11 @@ export class FleetRates {
   readonly #accountByKey = new Map<string, AccountBudget>();
   /** Taken locally, not yet in an answer from Redis. */
   readonly #pending = new Map<RateBudget, number>();
+  /** This process's run, and the settlements it sent so far: together each settlement's id. */
+  readonly #run = randomUUID().slice(0, 8);
+  #sent = 0;
+  /** Settlements that failed on the way, so may have run: re-sent under their ids. */
+  readonly #uncertain: Settlement[] = [];
   /** Net reserved while Redis was unreachable: charged to the fleet when it answers again. */
   readonly #owed = new Map<RateBudget, number>();
   /** Each bucket's configured capacity and reserve while `local` divides them among the expected replicas. */
@@ -189,19 +200,22 @@ export class FleetRates {
 
   /**
    * Applies `s` to the fleet's buckets in one script, fire-and-forget, and follows the levels it
-   * answers. While Redis is out of reach (or when the script fails) it is owed instead.
+   * answers. While Redis is out of reach it is owed instead. One that fails on the way may have
+   * run (its answer lost): it is kept with its id and re-sent as it was once Redis answers
+   * (`leaveOutage`), and Redis applies each id once.
    */
   send(s: Settlement, link: FleetLink): void {
     if (!link.connected()) {
       this.#oweSettlement(s);
       return;
     }
-    const args = s.buckets.flatMap((b, i) => [this.#capacity(b), s.deltas[i]!]);
-    runScript(link.client, "settle", s.keys, args).then(
+    const id = s.id ?? `${this.#run}:${++this.#sent}`;
+    const args = [id, SETTLED_KEPT_MS, ...s.buckets.flatMap((b, i) => [this.#capacity(b), s.deltas[i]!])];
+    runScript(link.client, "settle", [`${this.tag}:settled:${link.replica}`, ...s.keys], args).then(
       (levels) => this.#sync(s.buckets, levels as unknown[], 0, link.now()),
       () => {
         link.failed();
-        this.#oweSettlement(s);
+        this.#uncertain.push({ ...s, id });
       },
     );
   }
@@ -238,9 +252,10 @@ export class FleetRates {
 
   /**
    * Redis answers again: capacities back to the configured ones, and what was reserved meanwhile
-   * as one settlement to charge the fleet (null when nothing is owed).
+   * as one settlement to charge the fleet, after the settlements that failed on the way (each
+   * re-sent under its id); empty when nothing is owed.
    */
-  leaveOutage(nowMs: number): Settlement | null {
+  leaveOutage(nowMs: number): Settlement[] {
     for (const [bucket, full] of this.#fullCapacity) bucket.reconfigure(full.perMinute, nowMs, full.reserve);
     this.#fullCapacity.clear();
     const out: Settlement = { keys: [], buckets: [], deltas: [] };
@@ -253,7 +268,10 @@ export class FleetRates {
       out.deltas.push(-owed);
     }
     this.#owed.clear();
-    return out.keys.length === 0 ? null : out;
+    // The ones that may have run first, each under its own id; then what surely did not.
+    const due = this.#uncertain.splice(0);
+    if (out.keys.length > 0) due.push(out);
+    return due;
   }
 
   #answered(part: MeteredPart): void {

@@ -375,8 +375,7 @@ export class RedisStore implements Store {
       this.#mode = "connected";
       this.#mirror.leaveOutage();
       // What was reserved and settled meanwhile is charged to the fleet's buckets now.
-      const owed = this.#rates.leaveOutage(this.#clock.now());
-      if (owed !== null) this.#rates.send(owed, this.#link);
+      for (const owed of this.#rates.leaveOutage(this.#clock.now())) this.#rates.send(owed, this.#link);
       this.#resync.kick(); // what was granted and released meanwhile
     }
   }

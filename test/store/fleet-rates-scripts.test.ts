@@ -2,10 +2,12 @@
  * The metered scripts called directly on a real Redis: a bucket in a grant refuses past its level
  * (all or nothing with the concurrency budgets) and, for a call that is not interactive, past
  * its level less the interactive reserve; refills with Redis time, a missing bucket is
- * full, a refund never lifts it above capacity, debt is carried; an account's pause key refuses
+ * full, a refund never lifts it above capacity, debt is carried, a settlement re-sent under its
+ * id is applied once; an account's pause key refuses
  * every grant until it expires, and a shorter pause never cuts a longer one.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
 import type { Redis } from "ioredis";
 import { runScript } from "../../src/store/redis-scripts.js";
@@ -26,6 +28,7 @@ async function setup(t: Parameters<typeof redisOrSkip>[0]) {
     lane: `${tag}:b:lane:chat`,
     bucket: `${tag}:r:tpm:lane:chat`,
     pause: `${tag}:q:account:prod`,
+    settled: `${tag}:settled:r1`,
   };
   await runScript(redis, "heartbeat", [keys.replicas], ["r1", 60_000]);
   /**
@@ -40,8 +43,9 @@ async function setup(t: Parameters<typeof redisOrSkip>[0]) {
       ["r1", 1, 1, 10, cap, amount, floor],
     )) as [number, number, string, number?];
   const levels = async (cap: number) => (await runScript(redis, "levels", [keys.bucket], [cap])) as [string];
-  const settle = async (cap: number, delta: number) =>
-    (await runScript(redis, "settle", [keys.bucket], [cap, delta])) as [string];
+  /** A settlement of `delta` on the bucket, under a fresh id unless `id` is given (a re-send). */
+  const settle = async (cap: number, delta: number, id: string = randomUUID()) =>
+    (await runScript(redis, "settle", [keys.settled, keys.bucket], [id, 60_000, cap, delta])) as [string];
   const redisNow = async () => {
     const [s, us] = await redis.time();
     return Number(s) * 1000 + Math.floor(Number(us) / 1000);
@@ -125,5 +129,28 @@ describe("fleet scripts: an account's quota pause", () => {
     const resumed = await s.grant(1000, 10, true);
     assert.equal(resumed[0], 1);
     assert.equal(resumed[3], 0, "no pause left");
+  });
+
+  test("a settlement re-sent under its id is applied once, and still answers the levels", async (t) => {
+    const s = await setup(t);
+    if (s === null) return;
+    await s.grant(100_000, 60_000); // 40,000 left: room for one refund of 30,000 under the cap
+    const [once] = await s.settle(100_000, 30_000, "run1:1");
+    assert.ok(Number(once) >= 70_000 && Number(once) < 70_100, `refunded once: ${once}`);
+    const [again] = await s.settle(100_000, 30_000, "run1:1");
+    assert.ok(Number(again) >= Number(once) && Number(again) < 70_100, `not twice: ${again}`);
+    const [other] = await s.settle(100_000, -10_000, "run2:1"); // another run's first: its own id
+    assert.ok(Number(other) >= 60_000 && Number(other) < 60_100, `a new id is applied: ${other}`);
+    const ttl = await s.redis.pttl(s.keys.settled);
+    assert.ok(ttl > 0 && ttl <= 60_000, `the ids expire: ${ttl} ms`);
+  });
+
+  test("a replica's last 1,024 settlement ids are kept, the oldest dropped first", async (t) => {
+    const s = await setup(t);
+    if (s === null) return;
+    for (let i = 1; i <= 1030; i++) await s.settle(100_000, 0, `run:${i}`);
+    assert.equal(await s.redis.zcard(s.keys.settled), 1024);
+    assert.equal(await s.redis.zscore(s.keys.settled, "run:1"), null, "the oldest went");
+    assert.notEqual(await s.redis.zscore(s.keys.settled, "run:1030"), null, "the newest stays");
   });
 });
