@@ -3,13 +3,18 @@
  * of its in-flight cap, a quota pause) every replica applies, as pods' states travel
  * (`RedisStore.sharePod`). A quota pause is also written to Redis as a key with PX = the pause,
  * which the grant script checks: so the pause holds fleet-wide in Redis time even where the
- * message is lost, and a replica that starts later sees it at its first grant.
+ * message is lost, and a replica that starts later sees it at its first grant. What a replica
+ * learns while Redis is away is shared when it answers again (`shareLearnedInOutage`), as it
+ * stands then.
  */
 import type { SharedAccountState } from "../core/account.js";
 import type { FleetLink, FleetRates } from "./fleet-rates.js";
 import { runScript } from "./redis-scripts.js";
 
 export class FleetAccounts {
+  /** Accounts whose state changed while Redis was away: shared once it answers. */
+  readonly #unshared = new Set<string>();
+
   constructor(
     readonly link: FleetLink,
     readonly rates: FleetRates,
@@ -20,7 +25,10 @@ export class FleetAccounts {
   /** This replica cut the cap of, or paused, the account stored under `key`: tell the fleet. */
   share(key: string, state: SharedAccountState): void {
     const link = this.link;
-    if (!link.connected()) return;
+    if (!link.connected()) {
+      this.#unshared.add(key);
+      return;
+    }
     if (state.quotaLeftMs > 0)
       runScript(link.client, "pause", [this.rates.pauseKey(key)], [Math.ceil(state.quotaLeftMs)]).catch(() =>
         link.failed(),
@@ -28,6 +36,18 @@ export class FleetAccounts {
     link.client
       .publish(this.channel, `${link.replica}\n${key}\n${JSON.stringify(state)}`)
       .catch(() => link.failed());
+  }
+
+  /**
+   * Redis answers again: each account whose cap or pause changed meanwhile is shared as it stands
+   * now (a pause that has run out is not written; a cut cap still travels).
+   */
+  shareLearnedInOutage(): void {
+    for (const key of this.#unshared) {
+      const account = this.rates.account(key);
+      if (account !== undefined) this.share(key, account.shared(this.link.now()));
+    }
+    this.#unshared.clear();
   }
 
   /** Another replica's message: adopt its account state here. */

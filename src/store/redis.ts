@@ -376,6 +376,7 @@ export class RedisStore implements Store {
       this.#mirror.leaveOutage();
       // What was reserved and settled meanwhile is charged to the fleet's buckets now.
       for (const owed of this.#rates.leaveOutage(this.#clock.now())) this.#rates.send(owed, this.#link);
+      this.#accounts.shareLearnedInOutage(); // caps cut and pauses learned meanwhile
       this.#resync.kick(); // what was granted and released meanwhile
     }
   }
