@@ -63,6 +63,7 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
     key.queued,
     key.limit,
     retryAfterMs(key.queued + 1, lane.width, lane.hold),
+    key.elsewhere,
   );
 }
 

@@ -103,9 +103,14 @@ export class ArrivalBudget {
     public maxRank: Rank = INTERACTIVE,
   ) {}
 
+  /** Calls other processes hold on this budget: none here (a fleet store's key counts them). */
+  get elsewhere(): number {
+    return 0;
+  }
+
   /** Whether one more arrival fits. */
   get full(): boolean {
-    return this.inflight + this.queued >= this.limit;
+    return this.inflight + this.queued + this.elsewhere >= this.limit;
   }
 
   /** A class, lowered to the highest this budget allows (the one place the cap is applied). */

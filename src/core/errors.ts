@@ -116,9 +116,12 @@ export class KeyLimitError extends SluiceError {
     readonly queued: number,
     readonly maxInflight: number,
     readonly retryAfterMs: number,
+    /** Calls other replicas of a fleet hold on the key (in flight + queued), as last heard. */
+    readonly elsewhere = 0,
   ) {
+    const others = elsewhere > 0 ? ` + ${elsewhere} on other replicas` : "";
     super(
-      `key ${key} is at its limit (${inflight} in flight + ${queued} queued of ${maxInflight}); retry in ${retryAfterMs} ms`,
+      `key ${key} is at its limit (${inflight} in flight + ${queued} queued${others} of ${maxInflight}); retry in ${retryAfterMs} ms`,
     );
   }
 }

@@ -206,7 +206,7 @@ export class Governor {
   checkKey(key: string): SluiceError | undefined {
     const k = this.#registry.keys.get(key);
     if (k === undefined || !k.full) return undefined;
-    return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000);
+    return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000, k.elsewhere);
   }
 
   /**

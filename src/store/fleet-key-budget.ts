@@ -11,7 +11,7 @@ export class FleetKeyBudget extends ArrivalBudget {
   /** Calls the other replicas hold on the key (in flight + queued), as last heard. */
   others = 0;
 
-  override get full(): boolean {
-    return this.inflight + this.queued + this.others >= this.limit;
+  override get elsewhere(): number {
+    return this.others;
   }
 }

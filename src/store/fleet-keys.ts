@@ -165,10 +165,9 @@ export class FleetKeys {
     this.#pending.set(budget, Math.max(0, (this.#pending.get(budget) ?? 0) - n));
   }
 
-  /** The fleet's refusal: the other replicas' calls and this replica's, as Redis counted them. */
+  /** The fleet's refusal: this replica's calls, and the other replicas' as Redis counted them. */
   #refusal(budget: FleetKeyBudget): KeyLimitError {
-    const mine = this.context.mirror.mine(this.#keyOf.get(budget)!);
-    return new KeyLimitError(budget.name, budget.others + mine, 0, budget.limit, 1000);
+    return new KeyLimitError(budget.name, budget.inflight, budget.queued, budget.limit, 1000, budget.others);
   }
 
   #giveBack(): void {

@@ -86,6 +86,22 @@ describe("per-key bounds across two replicas", { timeout: 60_000 }, () => {
     );
     assert.equal(await f.counted(), BOUND, "Redis counts the bound");
     assert.equal(f.held(), BOUND, "and so do the replicas' snapshots");
+    // With the bound full, a new arrival is refused at once, naming what each side holds.
+    const here = leases.length; // some on a, some on b
+    const refusedOnA = (await a.gov.acquire("chat", { key: "team" }).catch((e) => e)) as KeyLimitError;
+    const refusedOnB = (await b.gov.acquire("chat", { key: "team" }).catch((e) => e)) as KeyLimitError;
+    for (const r of [refusedOnA, refusedOnB]) {
+      assert.ok(r instanceof KeyLimitError, String(r));
+      assert.equal(
+        r.inflight + r.queued + r.elsewhere,
+        here,
+        `the whole fleet's ${here} calls: ${r.message}`,
+      );
+    }
+    assert.ok(
+      [refusedOnA, refusedOnB].some((r) => r.elsewhere > 0 && /on other replicas/.test(r.message)),
+      "the other replicas' calls are named",
+    );
     for (const l of leases) l.release();
     await drained([a.store, b.store]);
     assert.equal(await f.counted(), 0, "every slot given back");
