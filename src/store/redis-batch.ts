@@ -46,7 +46,10 @@ export function turnPipelined(connection: FleetConnection, beforeSend?: () => vo
     beforeSend?.();
     const batch = queue;
     queue = [];
-    if (batch.length > 1 && connection.isCluster) return sendPipelined(connection, batch);
+    if (batch.length > 1 && connection.isCluster) {
+      sendPipelined(connection, batch);
+      return;
+    }
     // Writes made while corked leave in one `writev` when uncorked (a lone script needs no cork).
     const socket = batch.length > 1 ? (connection as Redis).stream : undefined;
     socket?.cork();
