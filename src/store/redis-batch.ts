@@ -53,8 +53,11 @@ export function turnPipelined(connection: FleetConnection, beforeSend?: () => vo
     // Writes made while corked leave in one `writev` when uncorked (a lone script needs no cork).
     const socket = batch.length > 1 ? (connection as Redis).stream : undefined;
     socket?.cork();
-    for (const q of batch) (connection[q.command] as Send)(...q.args).then(q.resolve, q.reject);
-    socket?.uncork();
+    try {
+      for (const q of batch) (connection[q.command] as Send)(...q.args).then(q.resolve, q.reject);
+    } finally {
+      socket?.uncork(); // never left corked: every later write would wait behind it
+    }
   };
   const send =
     (command: Queued["command"]): Send =>
