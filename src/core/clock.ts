@@ -15,13 +15,32 @@ export interface Clock {
 // Read once: a global lookup per clock read shows up on the uncontended acquire path.
 const perf = globalThis.performance;
 
+/** The time read in this turn of the event loop, or −1 before the turn's first read. */
+let turnNow = -1;
+const forgetTurnNow = (): void => {
+  turnNow = -1;
+};
+
 /**
  * The process's monotonic clock (`performance.now()`), immune to wall-clock jumps, in whole
  * milliseconds: integers stay small integers in V8, where fractional times would box a heap
  * number for each of a waiter's three timestamps (about 48 bytes per queued call).
+ *
+ * Read once per turn of the event loop: the first `now()` of a turn reads the clock, later ones
+ * in the same turn (its promise continuations included) get that reading, forgotten at
+ * `process.nextTick` — after the turn's microtasks. Node's timers do the same with libuv's loop
+ * time. A read costs ~60 ns here (a system call on this VM's kvm-clock), two per acquire +
+ * release: half of an uncontended pair (docs/bench.md). Within one turn time stands still; a
+ * turn is short next to the whole milliseconds this clock counts, and no timer can fire in it.
  */
 export const systemClock: Clock = {
-  now: () => Math.floor(perf.now()),
+  now() {
+    if (turnNow < 0) {
+      turnNow = Math.floor(perf.now());
+      process.nextTick(forgetTurnNow);
+    }
+    return turnNow;
+  },
   setTimer(atMs, fn) {
     // Node runs timers on libuv's cached whole-millisecond loop time, so a timeout can fire a
     // fraction of a millisecond before performance.now() reaches its due time; and on this
