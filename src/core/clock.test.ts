@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { systemClock } from "./clock.js";
+
+/** Spins until `ms` of real time have passed (the turn does not end). */
+function spin(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {}
+}
+
+test("systemClock reads the clock once per turn of the event loop: later reads in the turn get that reading", () => {
+  const first = systemClock.now();
+  spin(3);
+  assert.equal(systemClock.now(), first, "3 ms later, the same turn: the same reading");
+  assert.equal(Number.isInteger(first), true, "whole milliseconds");
+});
+
+test("systemClock reads the clock again in the next turn", async () => {
+  const first = systemClock.now();
+  spin(3);
+  await new Promise((resolve) => setImmediate(resolve));
+  const next = systemClock.now();
+  assert.ok(next >= first + 3, `the 3 ms spent in the last turn are seen: ${first} → ${next}`);
+});
+
+test("systemClock's timer fires no earlier than its due time on the real clock", async () => {
+  const due = systemClock.now() + 5;
+  const firedAt = await new Promise<number>((resolve) => {
+    systemClock.setTimer(due, () => resolve(performance.now()));
+  });
+  assert.ok(firedAt >= due, `fired at ${firedAt}, due ${due}`);
+  assert.ok(systemClock.now() >= due, "and the timer's turn reads a time at or past it");
+});
