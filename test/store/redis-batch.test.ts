@@ -5,7 +5,7 @@
  * in `cluster.test.ts`'s contract suite.
  */
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { after, type TestContext, test } from "node:test";
 import type { Redis } from "ioredis";
 import { turnPipelined } from "../../src/store/redis-batch.js";
 import { fleetConnections } from "../../src/store/redis-connection.js";
@@ -16,8 +16,17 @@ after(() => {
   for (const c of opened) c.disconnect();
 });
 
-/** A connected fleet client and a count of the writes its socket makes (`_write` or `_writev`). */
-async function countedClient(): Promise<{ client: Redis; writes: () => number }> {
+/**
+ * A connected fleet client, the per-turn client over it, and a count of the writes its socket
+ * makes (`_write` or `_writev`); null after skipping `t` without Redis.
+ */
+async function setup(
+  t: TestContext,
+  beforeSend?: () => void,
+): Promise<{ batched: ReturnType<typeof turnPipelined>; writes: () => number } | null> {
+  const probe = await redisOrSkip(t);
+  if (probe === null) return null;
+  probe.disconnect();
   const [client, subscriber] = fleetConnections(REDIS_URL, 15_000) as [Redis, Redis];
   subscriber.disconnect();
   opened.push(client);
@@ -38,18 +47,16 @@ async function countedClient(): Promise<{ client: Redis; writes: () => number }>
       writes++;
       return writev(...a);
     };
-  return { client, writes: () => writes };
+  return { batched: turnPipelined(client, beforeSend), writes: () => writes };
 }
 
 const ECHO = "return ARGV[1]";
 const FAIL = "return redis.error_reply('SLUICE_TEST refused')";
 
 test("the scripts asked in one turn leave in one socket write, each answered in order", async (t) => {
-  const probe = await redisOrSkip(t);
-  if (probe === null) return;
-  probe.disconnect();
-  const { client, writes } = await countedClient();
-  const batched = turnPipelined(client);
+  const s = await setup(t);
+  if (s === null) return;
+  const { batched, writes } = s;
   const before = writes();
   const answers = await Promise.all(["a", "b", "c", "d"].map((v) => batched.eval(ECHO, 0, v)));
   assert.deepEqual(answers, ["a", "b", "c", "d"]);
@@ -57,11 +64,9 @@ test("the scripts asked in one turn leave in one socket write, each answered in 
 });
 
 test("scripts asked in two turns leave in two writes (the count can tell)", async (t) => {
-  const probe = await redisOrSkip(t);
-  if (probe === null) return;
-  probe.disconnect();
-  const { client, writes } = await countedClient();
-  const batched = turnPipelined(client);
+  const s = await setup(t);
+  if (s === null) return;
+  const { batched, writes } = s;
   const before = writes();
   const first = batched.eval(ECHO, 0, "1");
   await new Promise((resolve) => setImmediate(resolve)); // the first turn's write has left
@@ -71,11 +76,9 @@ test("scripts asked in two turns leave in two writes (the count can tell)", asyn
 });
 
 test("an error reply rejects its own script only; the rest of the turn is answered", async (t) => {
-  const probe = await redisOrSkip(t);
-  if (probe === null) return;
-  probe.disconnect();
-  const { client } = await countedClient();
-  const batched = turnPipelined(client);
+  const s = await setup(t);
+  if (s === null) return;
+  const { batched } = s;
   const results = await Promise.allSettled([
     batched.eval(ECHO, 0, "x"),
     batched.eval(FAIL, 0),
@@ -93,21 +96,18 @@ test("an error reply rejects its own script only; the rest of the turn is answer
 });
 
 test("beforeSend's scripts join the turn's write, after the ones asked in it", async (t) => {
-  const probe = await redisOrSkip(t);
-  if (probe === null) return;
-  probe.disconnect();
-  const { client, writes } = await countedClient();
   const order: string[] = [];
-  let batched: ReturnType<typeof turnPipelined> | undefined;
   let added = false;
-  batched = turnPipelined(client, () => {
+  const s = await setup(t, () => {
     if (added) return;
     added = true;
-    void batched!.eval(ECHO, 0, "last").then((v) => order.push(v as string));
+    void s!.batched.eval(ECHO, 0, "last").then((v) => order.push(v as string));
   });
+  if (s === null) return;
+  const { batched, writes } = s;
   const before = writes();
   await Promise.all(
-    ["first", "second"].map((v) => batched!.eval(ECHO, 0, v).then((a) => order.push(a as string))),
+    ["first", "second"].map((v) => batched.eval(ECHO, 0, v).then((a) => order.push(a as string))),
   );
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(order, ["first", "second", "last"]);
