@@ -15,6 +15,14 @@ test("systemClock reads the clock once per turn of the event loop: later reads i
   assert.equal(Number.isInteger(first), true, "whole milliseconds");
 });
 
+test("systemClock shares one reading across a microtask drain that made it (an await loop)", async () => {
+  await null; // from here on, inside a microtask drain
+  const first = systemClock.now();
+  spin(3);
+  await null; // a continuation of the same drain
+  assert.equal(systemClock.now(), first, "the same drain: the same reading");
+});
+
 test("systemClock reads the clock again in the next turn", async () => {
   const first = systemClock.now();
   spin(3);

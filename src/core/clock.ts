@@ -15,7 +15,7 @@ export interface Clock {
 // Read once: a global lookup per clock read shows up on the uncontended acquire path.
 const perf = globalThis.performance;
 
-/** The time read in this turn of the event loop, or −1 before the turn's first read. */
+/** The reading this turn shares, or −1 before its first read. */
 let turnNow = -1;
 const forgetTurnNow = (): void => {
   turnNow = -1;
@@ -26,12 +26,13 @@ const forgetTurnNow = (): void => {
  * milliseconds: integers stay small integers in V8, where fractional times would box a heap
  * number for each of a waiter's three timestamps (about 48 bytes per queued call).
  *
- * Read once per turn of the event loop: the first `now()` of a turn reads the clock, later ones
- * in the same turn (its promise continuations included) get that reading, forgotten at
- * `process.nextTick` — after the turn's microtasks. Node's timers do the same with libuv's loop
- * time. A read costs ~60 ns here (a system call on this VM's kvm-clock), two per acquire +
- * release: half of an uncontended pair (docs/bench.md). Within one turn time stands still; a
- * turn is short next to the whole milliseconds this clock counts, and no timer can fire in it.
+ * Read once per turn: the first `now()` reads the clock and later ones get that reading until
+ * Node next runs its `process.nextTick` queue — at the end of the callback that read it, or of the
+ * microtask drain it was read in (V8 drains microtasks before Node runs ticks: a loop of `await
+ * acquire()` and `release()` shares one reading). Node's timers likewise use libuv's loop time.
+ * A read costs ~60 ns here (a system call on this VM's kvm-clock), two per acquire + release:
+ * half of an uncontended pair (docs/bench.md). Meanwhile time stands still; that is short next
+ * to the whole milliseconds this clock counts, and no timer can fire in it.
  */
 export const systemClock: Clock = {
   now() {
