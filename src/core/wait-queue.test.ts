@@ -9,10 +9,7 @@ const node = (name: string, rank: Rank, arrivedAt: number, enqueuedAt = arrivedA
   rank,
   arrivedAt,
   enqueuedAt,
-  prev: null,
-  next: null,
-  dprev: null,
-  dnext: null,
+  queued: 0,
 });
 
 describe("WaitQueue", () => {
@@ -60,7 +57,7 @@ describe("WaitQueue", () => {
     assert.equal(q.positionOf(q.head(1)!), 1);
   });
 
-  test("removes from the middle in O(1) and keeps counts exact", () => {
+  test("removes from the middle and keeps counts exact", () => {
     const q = new WaitQueue<Node>();
     const nodes = [0, 1, 2, 3].map((i) => node(`n${i}`, 1, i));
     for (const n of nodes) q.push(n);
@@ -71,5 +68,47 @@ describe("WaitQueue", () => {
     assert.equal(q.earliestEnqueued?.name, "n1");
     assert.equal(q.positionOf(nodes[3]!), 2);
     assert.equal(q.positionForArrival(1), 3);
+  });
+
+  test("a waiter removed from the middle and queued again is in the queue once", () => {
+    const q = new WaitQueue<Node>();
+    const nodes = [0, 1, 2, 3].map((i) => node(`n${i}`, 1, i));
+    for (const n of nodes) q.push(n);
+    q.remove(nodes[1]!); // its entry stays behind, dead
+    q.push(nodes[1]!); // and it comes back, placed by arrival
+    assert.equal(q.size, 4);
+    assert.deepEqual(
+      [...q.waiting(1)].map((n) => n.name),
+      ["n0", "n1", "n2", "n3"],
+      "once, in arrival order",
+    );
+    const served: string[] = [];
+    for (let b = q.best(10, 60_000); b !== null; b = q.best(10, 60_000)) {
+      served.push(b.name);
+      q.remove(b);
+    }
+    assert.deepEqual(served, ["n0", "n1", "n2", "n3"]);
+    assert.equal(q.size, 0);
+    assert.equal(q.earliestEnqueued, null);
+  });
+
+  test("after many removals from the middle the order, positions and deadlines stay exact", () => {
+    const q = new WaitQueue<Node>();
+    const nodes = Array.from({ length: 10_000 }, (_, i) => node(`n${i}`, (i % 3) as Rank, i));
+    for (const n of nodes) q.push(n);
+    const kept = nodes.filter((_, i) => i % 100 === 7); // 99 in 100 leave (cancelled, timed out)
+    for (const n of nodes) if (!kept.includes(n)) q.remove(n);
+    assert.equal(q.size, kept.length);
+    assert.equal(q.earliestEnqueued, kept[0]);
+    for (const r of [0, 1, 2] as Rank[]) {
+      const mine = kept.filter((n) => n.rank === r);
+      assert.deepEqual([...q.waiting(r)], mine);
+      assert.equal(q.head(r), mine[0] ?? null);
+      assert.equal(q.tail(r), mine.at(-1) ?? null);
+      mine.forEach((n, i) => {
+        const higher = kept.filter((k) => k.rank < r).length;
+        assert.equal(q.positionOf(n), higher + i + 1);
+      });
+    }
   });
 });

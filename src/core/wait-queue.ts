@@ -1,9 +1,17 @@
 /**
- * The waiters of one lane (DESIGN §1.1): three intrusive FIFO lists, one per own class, each
- * kept in arrival order, plus one list in enqueue order for queue deadlines. Every operation
- * the scheduler uses on the hot path is O(1): push, remove, best head, newest lower-class waiter,
+ * The waiters of one lane (DESIGN §1.1): three FIFO lists, one per own class, each kept in
+ * arrival order, plus one list in enqueue order for queue deadlines. Every operation the scheduler
+ * uses on the hot path is O(1) amortized: push, remove, best head, newest lower-class waiter,
  * earliest deadline. (Peers' lessons: cockatiel drains with `Array#shift`, p-queue splices an
  * array for priority; both degrade on a 100k backlog.)
+ *
+ * The lists are arrays with a start index, not linked nodes: V8's scavenger discovers a linked
+ * chain one node at a time, and a 100k backlog of linked waiters cost ~1.6× as much GC per
+ * megabyte copied as the same waiters in an array (`bench/waiter-shape.ts`). Each entry carries
+ * the number its push gave the waiter (`queued`); a removed waiter's number is cleared, so its
+ * entry is dead even if the waiter is queued again later, and dead entries are dropped when they
+ * reach either end of their list; a list compacts when they outnumber its waiters, so a
+ * cancelled waiter is not kept for long.
  *
  * The best waiter is always one of the three heads: within one own class, the head arrived
  * first, so it has both the highest effective class and the earliest arrival.
@@ -15,19 +23,76 @@ export interface QueueNode {
   rank: Rank;
   arrivedAt: number;
   enqueuedAt: number;
-  prev: QueueNode | null;
-  next: QueueNode | null;
-  dprev: QueueNode | null;
-  dnext: QueueNode | null;
+  /** The number of its entry while it is in a queue, 0 when it is in none (set by the queue). */
+  queued: number;
+}
+
+/** One list: entries from `start` on, in order; an entry is live while its waiter holds its number. */
+class List<T extends QueueNode> {
+  items: T[] = [];
+  /** Each entry's number (small integers: no object per entry). */
+  numbers: number[] = [];
+  start = 0;
+  live = 0;
+
+  #alive(i: number): boolean {
+    return this.items[i]!.queued === this.numbers[i];
+  }
+
+  /** The first live entry (the list is trimmed, so it is the one at `start`). */
+  get first(): T | null {
+    return this.live === 0 ? null : this.items[this.start]!;
+  }
+
+  get last(): T | null {
+    return this.live === 0 ? null : this.items[this.items.length - 1]!;
+  }
+
+  add(node: T, at: number): void {
+    if (at === this.items.length) {
+      this.items.push(node);
+      this.numbers.push(node.queued);
+    } else {
+      this.items.splice(at, 0, node);
+      this.numbers.splice(at, 0, node.queued);
+    }
+    this.live++;
+  }
+
+  /** Drops dead entries from both ends; compacts when they outnumber the live ones. */
+  trim(): void {
+    while (this.start < this.items.length && !this.#alive(this.start)) this.start++;
+    while (this.items.length > this.start && !this.#alive(this.items.length - 1)) {
+      this.items.pop();
+      this.numbers.pop();
+    }
+    const dead = this.items.length - this.start - this.live;
+    // Amortized O(1): a copy only once the dropped entries are as many as the ones copied.
+    const spent = this.start > 1024 && this.start * 2 > this.items.length;
+    if (this.start === this.items.length || spent || (dead > 32 && dead > this.live)) this.#compact();
+  }
+
+  #compact(): void {
+    const items: T[] = [];
+    const numbers: number[] = [];
+    for (let i = this.start; i < this.items.length; i++) {
+      if (!this.#alive(i)) continue;
+      items.push(this.items[i]!);
+      numbers.push(this.numbers[i]!);
+    }
+    this.items = items;
+    this.numbers = numbers;
+    this.start = 0;
+  }
 }
 
 export class WaitQueue<T extends QueueNode> {
-  readonly #heads: [T | null, T | null, T | null] = [null, null, null];
-  readonly #tails: [T | null, T | null, T | null] = [null, null, null];
-  readonly #counts: [number, number, number] = [0, 0, 0];
-  #dhead: T | null = null;
-  #dtail: T | null = null;
+  readonly #lists: [List<T>, List<T>, List<T>] = [new List(), new List(), new List()];
+  /** Every waiter in enqueue order (enqueue times never decrease): the next deadline first. */
+  readonly #byEnqueue = new List<T>();
   #size = 0;
+  /** The last entry number given (never 0: 0 means "in no queue"). */
+  #numbered = 0;
 
   get size(): number {
     return this.#size;
@@ -35,61 +100,56 @@ export class WaitQueue<T extends QueueNode> {
 
   /** Waiters of own class `rank`. */
   count(rank: Rank): number {
-    return this.#counts[rank];
+    return this.#lists[rank].live;
   }
 
   /** The oldest waiter of own class `rank`. */
   head(rank: Rank): T | null {
-    return this.#heads[rank];
+    return this.#lists[rank].first;
   }
 
   /** The newest waiter of own class `rank`. */
   tail(rank: Rank): T | null {
-    return this.#tails[rank];
+    return this.#lists[rank].last;
+  }
+
+  /** The waiters of own class `rank`, oldest first. */
+  *waiting(rank: Rank): Iterable<T> {
+    const list = this.#lists[rank];
+    for (let i = list.start; i < list.items.length; i++) {
+      const n = list.items[i]!;
+      if (n.queued === list.numbers[i]) yield n;
+    }
   }
 
   /** The waiter that has waited longest in this queue (earliest enqueue): the next deadline. */
   get earliestEnqueued(): T | null {
-    return this.#dhead;
+    return this.#byEnqueue.first;
   }
 
   /**
-   * Adds a waiter. Usually it arrived last and goes at the tail; a re-acquire that keeps an
-   * earlier arrival time (DESIGN §1.2) is placed by arrival, scanning from the tail.
+   * Adds a waiter. Usually it arrived last and goes at the end; a re-acquire that keeps an
+   * earlier arrival time (DESIGN §1.2) is placed by arrival, scanning from the end.
    */
   push(node: T): void {
-    const rank = node.rank;
-    let after = this.#tails[rank];
-    while (after !== null && after.arrivedAt > node.arrivedAt) after = after.prev as T | null;
-    node.prev = after;
-    node.next = after === null ? this.#heads[rank] : after.next;
-    if (node.next !== null) node.next.prev = node;
-    else this.#tails[rank] = node;
-    if (after !== null) after.next = node;
-    else this.#heads[rank] = node;
-    this.#counts[rank]++;
+    const list = this.#lists[node.rank];
+    const items = list.items;
+    let at = items.length;
+    while (at > list.start && items[at - 1]!.arrivedAt > node.arrivedAt) at--;
+    node.queued = ++this.#numbered;
+    list.add(node, at);
+    this.#byEnqueue.add(node, this.#byEnqueue.items.length);
     this.#size++;
-    // Enqueue times never decrease (the clock is monotonic), so appending keeps this list sorted.
-    node.dnext = null;
-    node.dprev = this.#dtail;
-    if (this.#dtail !== null) this.#dtail.dnext = node;
-    else this.#dhead = node;
-    this.#dtail = node;
   }
 
   /** Removes a waiter that is in this queue. */
   remove(node: T): void {
-    const rank = node.rank;
-    if (node.prev !== null) node.prev.next = node.next;
-    else this.#heads[rank] = node.next as T | null;
-    if (node.next !== null) node.next.prev = node.prev;
-    else this.#tails[rank] = node.prev as T | null;
-    if (node.dprev !== null) node.dprev.dnext = node.dnext;
-    else this.#dhead = node.dnext as T | null;
-    if (node.dnext !== null) node.dnext.dprev = node.dprev;
-    else this.#dtail = node.dprev as T | null;
-    node.prev = node.next = node.dprev = node.dnext = null;
-    this.#counts[rank]--;
+    node.queued = 0;
+    const list = this.#lists[node.rank];
+    list.live--;
+    list.trim();
+    this.#byEnqueue.live--;
+    this.#byEnqueue.trim();
     this.#size--;
   }
 
@@ -98,7 +158,7 @@ export class WaitQueue<T extends QueueNode> {
     let best: T | null = null;
     let bestRank = 3;
     for (let r = 0; r < 3; r++) {
-      const head = this.#heads[r as Rank];
+      const head = this.#lists[r]!.first;
       if (head === null) continue;
       const eff = effectiveRank(head.rank, head.arrivedAt, nowMs, agingMs);
       if (eff < bestRank || (eff === bestRank && best !== null && head.arrivedAt < best.arrivedAt)) {
@@ -112,7 +172,7 @@ export class WaitQueue<T extends QueueNode> {
   /** The newest waiter whose own class is below `rank`, lowest class first: who to shed. */
   newestBelow(rank: Rank): T | null {
     for (let r = 2; r > rank; r--) {
-      const tail = this.#tails[r as Rank];
+      const tail = this.#lists[r as Rank].last;
       if (tail !== null) return tail;
     }
     return null;
@@ -124,15 +184,20 @@ export class WaitQueue<T extends QueueNode> {
    */
   positionOf(node: T): number {
     let position = 1;
-    for (let r = 0; r < node.rank; r++) position += this.#counts[r as Rank];
-    for (let n = node.prev; n !== null; n = n.prev) position++;
+    for (let r = 0; r < node.rank; r++) position += this.#lists[r as Rank].live;
+    const list = this.#lists[node.rank];
+    for (let i = list.start; i < list.items.length; i++) {
+      const n = list.items[i]!;
+      if (n === node && n.queued === list.numbers[i]) break;
+      if (n.queued === list.numbers[i]) position++;
+    }
     return position;
   }
 
   /** Waiters that would be served before a new arrival of class `rank`, plus one. */
   positionForArrival(rank: Rank): number {
     let position = 1;
-    for (let r = 0; r <= rank; r++) position += this.#counts[r as Rank];
+    for (let r = 0; r <= rank; r++) position += this.#lists[r as Rank].live;
     return position;
   }
 }

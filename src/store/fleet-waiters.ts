@@ -136,7 +136,7 @@ export function* waitingByLane(
       const rank = r as Rank;
       let aged = 0;
       // Each class's list is in arrival order, so its aged waiters are a prefix of it.
-      for (let n = queue.head(rank) as Ticket | null; n !== null; n = n.next as Ticket | null) {
+      for (const n of queue.waiting(rank)) {
         const eff = effectiveRank(n.rank, n.arrivedAt, nowMs, lane.settings.agingMs);
         if (eff === rank) break;
         counts[eff]! += 1;
