@@ -12,6 +12,16 @@ const node = (name: string, rank: Rank, arrivedAt: number, enqueuedAt = arrivedA
   queued: 0,
 });
 
+/** Serves the queue to the end at `nowMs`: the names in the order served. */
+function drain(q: WaitQueue<Node>, nowMs: number): string[] {
+  const served: string[] = [];
+  for (let b = q.best(nowMs, 60_000); b !== null; b = q.best(nowMs, 60_000)) {
+    served.push(b.name);
+    q.remove(b);
+  }
+  return served;
+}
+
 describe("WaitQueue", () => {
   test("serves by class, then by arrival within a class", () => {
     const q = new WaitQueue<Node>();
@@ -19,12 +29,7 @@ describe("WaitQueue", () => {
     q.push(node("default-1", 1, 2));
     q.push(node("interactive-1", 0, 3));
     q.push(node("default-2", 1, 4));
-    const order: string[] = [];
-    for (let b = q.best(5, 60_000); b !== null; b = q.best(5, 60_000)) {
-      order.push(b.name);
-      q.remove(b);
-    }
-    assert.deepEqual(order, ["interactive-1", "default-1", "default-2", "bulk-1"]);
+    assert.deepEqual(drain(q, 5), ["interactive-1", "default-1", "default-2", "bulk-1"]);
     assert.equal(q.size, 0);
   });
 
@@ -82,12 +87,7 @@ describe("WaitQueue", () => {
       ["n0", "n1", "n2", "n3"],
       "once, in arrival order",
     );
-    const served: string[] = [];
-    for (let b = q.best(10, 60_000); b !== null; b = q.best(10, 60_000)) {
-      served.push(b.name);
-      q.remove(b);
-    }
-    assert.deepEqual(served, ["n0", "n1", "n2", "n3"]);
+    assert.deepEqual(drain(q, 10), ["n0", "n1", "n2", "n3"]);
     assert.equal(q.size, 0);
     assert.equal(q.earliestEnqueued, null);
   });
