@@ -44,7 +44,14 @@ async function setup(policy: OnStoreError = "local") {
     const expiry = await redis.zscore(`{${prefix}}:replicas`, "r1");
     return expiry !== null && Number(expiry) > Number(seconds) * 1000 + Number(micros) / 1000;
   };
-  return { proxy, store, gov, counted, keyCounted, leased };
+  /** Ends every lease in `held`; then what Redis counts (`count`: the lane's) once the releases are in. */
+  const endAll = async (held: readonly Lease[], count = counted): Promise<number> => {
+    for (const l of held) l.release();
+    await sent();
+    await store.heartbeat();
+    return count();
+  };
+  return { proxy, store, gov, counted, keyCounted, leased, endAll };
 }
 
 async function connectDirect(server: RedisProcess): Promise<Redis> {
@@ -85,7 +92,7 @@ const sent = () => new Promise((r) => setTimeout(r, 50));
 describe("fleet counts after an outage the lease survives", { timeout: 60_000 }, () => {
   test("releases and grants made while Redis was out of reach are in Redis once it answers", async (t) => {
     if (skipWithoutRedisServer(t)) return;
-    const { proxy, store, gov, counted, leased } = await setup();
+    const { proxy, store, gov, counted, leased, endAll } = await setup();
     const held: Lease[] = await Promise.all([1, 2, 3].map(() => gov.acquire("chat")));
     assert.equal(await counted(), 3);
 
@@ -99,10 +106,7 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     await proxy.restore();
     await back(store);
     assert.equal(await counted(), held.length, "Redis counts the 2 calls r1 holds, not the 3 before");
-    for (const l of held) l.release();
-    await sent();
-    await store.heartbeat();
-    assert.equal(await counted(), 0, "nothing left counted once every call ended");
+    assert.equal(await endAll(held), 0, "nothing left counted once every call ended");
   });
 
   test("a release lost on the wire is not lost: the count is rewritten when Redis answers", async (t) => {
@@ -125,7 +129,7 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
 
   test("a release Redis ran but whose answer was lost is not given back twice", async (t) => {
     if (skipWithoutRedisServer(t)) return;
-    const { proxy, store, gov, counted } = await setup();
+    const { proxy, store, gov, counted, endAll } = await setup();
     const held = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));
     held.pop()!.release(); // Redis knows the release script from now on (no NOSCRIPT to lose)
     await sent();
@@ -139,15 +143,12 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     await proxy.restore();
     await back(store);
     assert.equal(await counted(), 2, "one release, counted once");
-    for (const l of held) l.release();
-    await sent();
-    await store.heartbeat();
-    assert.equal(await counted(), 0);
+    assert.equal(await endAll(held), 0);
   });
 
   test("a release ioredis resends after a dropped connection (so Redis ran it twice) is corrected by the next heartbeat", async (t) => {
     if (skipWithoutRedisServer(t)) return;
-    const { proxy, store, gov, counted } = await setup();
+    const { proxy, store, gov, counted, endAll } = await setup();
     const held = await Promise.all([1, 2, 3, 4].map(() => gov.acquire("chat")));
     held.pop()!.release(); // Redis knows the release script from now on
     await sent();
@@ -162,15 +163,12 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     assert.equal(store.status().mode, "connected");
     await store.heartbeat();
     assert.equal(await counted(), 2, "rewritten to the 2 calls held");
-    for (const l of held) l.release();
-    await sent();
-    await store.heartbeat();
-    assert.equal(await counted(), 0);
+    assert.equal(await endAll(held), 0);
   });
 
   test("a key's bound: divided while Redis is away, and its count rewritten when Redis answers", async (t) => {
     if (skipWithoutRedisServer(t)) return;
-    const { proxy, store, gov, keyCounted } = await setup();
+    const { proxy, store, gov, keyCounted, endAll } = await setup();
     const held = await Promise.all([1, 2].map(() => gov.acquire("chat", { key: "team" })));
     assert.equal(await keyCounted(), 2);
     await proxy.cut();
@@ -183,15 +181,12 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     await back(store);
     assert.equal(await keyCounted(), 1, "Redis counts the 1 keyed call held, not the 2 before");
     assert.equal(gov.checkKey("team"), undefined, "the whole bound again");
-    for (const l of held) l.release();
-    await sent();
-    await store.heartbeat();
-    assert.equal(await keyCounted(), 0);
+    assert.equal(await endAll(held, keyCounted), 0);
   });
 
   test("closed: when a grant is what ends the outage, the releases made meanwhile are rewritten after it", async (t) => {
     if (skipWithoutRedisServer(t)) return;
-    const { proxy, store, gov, counted } = await setup("closed");
+    const { proxy, store, gov, counted, endAll } = await setup("closed");
     const held = await Promise.all([1, 2, 3].map(() => gov.acquire("chat")));
     await proxy.cut();
     await down(store, "closed");
@@ -209,9 +204,6 @@ describe("fleet counts after an outage the lease survives", { timeout: 60_000 },
     assert.equal(store.status().mode, "connected");
     await store.heartbeat(); // after the rewrite the grant started, on the same connection
     assert.equal(await counted(), 2, "the call held from before and the new one");
-    for (const l of held) l.release();
-    await sent();
-    await store.heartbeat();
-    assert.equal(await counted(), 0);
+    assert.equal(await endAll(held), 0);
   });
 });

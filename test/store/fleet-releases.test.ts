@@ -6,7 +6,7 @@
  * the tests that wait for one carry a generous bound naming it.
  */
 import assert from "node:assert/strict";
-import { after, describe, test } from "node:test";
+import { after, describe, type TestContext, test } from "node:test";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import type { GovernorOptions } from "../../src/core/options.js";
@@ -63,12 +63,23 @@ async function listen(prefix: string) {
 
 const flushed = (s: RedisStore) => s.heartbeat(); // sends the turn's releases first, then answers
 
+/** A fresh key prefix on the machine's Redis (cleaned up after the file), or null after skipping `t`. */
+async function freshPrefix(t: TestContext): Promise<string | null> {
+  redis = redis ?? (await redisOrSkip(t));
+  if (redis === null) return null;
+  const prefix = uniquePrefix();
+  prefixes.push(prefix);
+  return prefix;
+}
+
+/** `p`'s value, or null when it has not settled within a wake-up's bound. */
+const woken = <T>(p: Promise<T>): Promise<T | null> =>
+  Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref())]);
+
 describe("fleet releases (real Redis)", () => {
   test("a release while no other replica waits publishes nothing", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const a = await replica(prefix, "a", lane(4));
     await replica(prefix, "b", lane(4)); // another replica, idle: it waits for nothing
     const channel = await listen(prefix);
@@ -79,10 +90,8 @@ describe("fleet releases (real Redis)", () => {
   });
 
   test("a waiter on another replica is woken by a release (the message, not the heartbeat)", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const a = await replica(prefix, "a", lane(1));
     const b = await replica(prefix, "b", lane(1));
     const held = await a.gov!.acquire("chat");
@@ -91,10 +100,7 @@ describe("fleet releases (real Redis)", () => {
     // B's waiting index entry is written once its waiter is advertised.
     await until("b advertised", async () => (await redis!.zscore(`{${prefix}}:waiting`, "b")) !== null);
     held.release();
-    const granted = await Promise.race([
-      waiting,
-      new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref()),
-    ]);
+    const granted = await woken(waiting);
     assert.ok(granted !== null, "B's waiter was granted after A's release");
     granted.release();
     await flushed(b.store);
@@ -103,10 +109,8 @@ describe("fleet releases (real Redis)", () => {
   });
 
   test("a replica that starts waiting after a silent release re-reads the fleet and takes the room", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const a = await replica(prefix, "a", lane(2));
     const b = await replica(prefix, "b", lane(2));
     const onA = await a.gov!.acquire("chat");
@@ -114,28 +118,20 @@ describe("fleet releases (real Redis)", () => {
     onA.release(); // nobody waits: published to nobody, B's mirror still says A holds 1
     await flushed(a.store);
     const second = b.gov!.acquire("chat"); // B's mirror says the lane is full: it waits
-    const granted = await Promise.race([
-      second,
-      new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref()),
-    ]);
+    const granted = await woken(second);
     assert.ok(granted !== null, "granted from the re-read, without a release message or a heartbeat");
     onB.release();
     granted.release();
   });
 
   test("a release and the next grant in one turn at the limit: the grant is not refused for the room just given", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const a = await replica(prefix, "a", lane(1));
     const first = await a.gov!.acquire("chat");
     const next = a.gov!.acquire("chat"); // queued behind it, in this process
     first.release(); // frees the slot and grants `next` in the same turn
-    const granted = await Promise.race([
-      next,
-      new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref()),
-    ]);
+    const granted = await woken(next);
     assert.ok(granted !== null, "the waiter behind the release was granted");
     await flushed(a.store);
     assert.equal(await redis.hget(`{${prefix}}:b:lane:chat`, "a"), "1", "Redis counts the one call held");
@@ -143,10 +139,8 @@ describe("fleet releases (real Redis)", () => {
   });
 
   test("a grant asked before a release of the same turn and refused for its slot is asked again", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const r = await replica(prefix, "r", lane(2));
     const o = await replica(prefix, "o", lane(2));
     const first = await r.gov!.acquire("chat"); // its answer: nobody else holds any
@@ -155,20 +149,15 @@ describe("fleet releases (real Redis)", () => {
     // Redis gets the grant first (full: refused) and the release after it.
     const second = r.gov!.acquire("chat");
     first.release();
-    const granted = await Promise.race([
-      second,
-      new Promise<null>((r) => setTimeout(() => r(null), WAKE_BOUND_MS).unref()),
-    ]);
+    const granted = await woken(second);
     assert.ok(granted !== null, "granted on the second ask, without a heartbeat");
     granted.release();
     onO.release();
   });
 
   test("releases batched in one turn give back exactly what was taken (property)", async (t) => {
-    redis = redis ?? (await redisOrSkip(t));
-    if (redis === null) return;
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
+    const prefix = await freshPrefix(t);
+    if (prefix === null || redis === null) return;
     const { store } = await replica(prefix, "p");
     const laneBudget = store.concurrency("lane:x", 1_000, 0, "x");
     const group = store.concurrency("group:g", 1_000, 0, "g");
