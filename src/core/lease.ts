@@ -141,7 +141,7 @@ function extrasOf(t: Ticket): TicketExtras {
  * allocate (`extras`, and its `dispatch`); their accessors read as plain fields.
  */
 export class Ticket implements Lease, QueueNode {
-  /** Its entry's number while it waits in its lane's queue, 0 otherwise (`WaitQueue`). */
+  /** Its entry's key while it waits in its lane's queue, 0 otherwise (`WaitQueue`). */
   queued = 0;
   enqueuedAt = 0;
   grantedAt = 0;

@@ -1,20 +1,24 @@
 /**
  * The waiters of one lane (DESIGN §1.1): three FIFO lists, one per own class, each kept in
- * arrival order, plus one list in enqueue order for queue deadlines. Every operation the scheduler
- * uses on the hot path is O(1) amortized: push, remove, best head, newest lower-class waiter,
- * earliest deadline. (Peers' lessons: cockatiel drains with `Array#shift`, p-queue splices an
- * array for priority; both degrade on a 100k backlog.)
+ * arrival order. Every operation the scheduler uses on the hot path is O(1) amortized: push,
+ * remove, best head, newest lower-class waiter, earliest deadline. (Peers' lessons: cockatiel
+ * drains with `Array#shift`, p-queue splices an array for priority; both degrade on a 100k
+ * backlog.)
  *
  * The lists are arrays with a start index, not linked nodes: V8's scavenger discovers a linked
  * chain one node at a time, and a 100k backlog of linked waiters cost ~1.6× as much GC per
- * megabyte copied as the same waiters in an array (`bench/waiter-shape.ts`). Each entry carries
- * the number its push gave the waiter (`queued`); a removed waiter's number is cleared, so its
- * entry is dead even if the waiter is queued again later, and dead entries are dropped when they
- * reach either end of their list; a list compacts when they outnumber its waiters, so a
- * cancelled waiter is not kept for long.
+ * megabyte copied as the same waiters in an array (`bench/waiter-shape.ts`). A waiter's `queued`
+ * field is its entry's index plus its list's base, so a removed waiter (`queued` 0) leaves a dead
+ * entry that no later push can revive: a new entry has a new index. Dead entries are dropped when
+ * they reach either end of their list, and a list compacts in place when they outnumber its
+ * waiters, so a cancelled waiter is not kept for long.
  *
  * The best waiter is always one of the three heads: within one own class, the head arrived
- * first, so it has both the highest effective class and the earliest arrival.
+ * first, so it has both the highest effective class and the earliest arrival. The earliest
+ * deadline is a head too while every list is also in enqueue order — the usual case, as a new
+ * arrival goes at the end with the latest enqueue time. A waiter placed by an earlier arrival
+ * time (a re-acquire, a re-dispatch) breaks that, and from then until the queue empties a fourth
+ * list keeps every waiter in enqueue order.
  */
 import { effectiveRank, type Rank } from "./priority.js";
 
@@ -23,20 +27,21 @@ export interface QueueNode {
   rank: Rank;
   arrivedAt: number;
   enqueuedAt: number;
-  /** The number of its entry while it is in a queue, 0 when it is in none (set by the queue). */
+  /** Its entry's key while it is in a queue, 0 when it is in none (set by the queue). */
   queued: number;
 }
 
-/** One list: entries from `start` on, in order; an entry is live while its waiter holds its number. */
-class List<T extends QueueNode> {
+/** One class's list: entries from `start` on, in arrival order. */
+class ClassList<T extends QueueNode> {
   items: T[] = [];
-  /** Each entry's number (small integers: no object per entry). */
-  numbers: number[] = [];
   start = 0;
   live = 0;
 
-  #alive(i: number): boolean {
-    return this.items[i]!.queued === this.numbers[i];
+  /** An entry at index `i` is live while its waiter's key is `base + i` (never 0: "in no queue"). */
+  readonly base = 1;
+
+  alive(i: number): boolean {
+    return this.items[i]!.queued === this.base + i;
   }
 
   /** The first live entry (the list is trimmed, so it is the one at `start`). */
@@ -48,51 +53,127 @@ class List<T extends QueueNode> {
     return this.live === 0 ? null : this.items[this.items.length - 1]!;
   }
 
+  /** Where a waiter that arrived at `arrivedAt` goes: after every entry that arrived no later. */
+  placeOf(arrivedAt: number): number {
+    const items = this.items;
+    let at = items.length;
+    while (at > this.start && items[at - 1]!.arrivedAt > arrivedAt) at--;
+    return at;
+  }
+
   add(node: T, at: number): void {
-    if (at === this.items.length) {
-      this.items.push(node);
-      this.numbers.push(node.queued);
-    } else {
-      this.items.splice(at, 0, node);
-      this.numbers.splice(at, 0, node.queued);
+    const items = this.items;
+    if (at === items.length) items.push(node);
+    else {
+      items.splice(at, 0, node);
+      // The entries behind it moved up one: their live waiters' keys follow. From the back, so a
+      // waiter's dead entry is looked at before its live one moves onto the dead one's old key.
+      for (let i = items.length - 1; i > at; i--) {
+        const n = items[i]!;
+        if (n.queued === this.base + i - 1) n.queued = this.base + i;
+      }
     }
+    node.queued = this.base + at;
     this.live++;
   }
 
   /** Drops dead entries from both ends; compacts when they outnumber the live ones. */
   trim(): void {
-    while (this.start < this.items.length && !this.#alive(this.start)) this.start++;
-    while (this.items.length > this.start && !this.#alive(this.items.length - 1)) {
-      this.items.pop();
-      this.numbers.pop();
-    }
-    const dead = this.items.length - this.start - this.live;
+    const items = this.items;
+    while (this.start < items.length && !this.alive(this.start)) this.start++;
+    while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
+    const dead = items.length - this.start - this.live;
     // Amortized O(1): a copy only once the dropped entries are as many as the ones copied.
-    const spent = this.start > 1024 && this.start * 2 > this.items.length;
-    if (this.start === this.items.length || spent || (dead > 32 && dead > this.live)) this.#compact();
+    const spent = this.start > 1024 && this.start * 2 > items.length;
+    if (this.start === items.length) {
+      items.length = 0;
+      this.start = 0;
+    } else if (spent || (dead > 32 && dead > this.live)) this.#compact();
   }
 
+  /** Moves the live entries to the front of the same array (no new array to grow and collect). */
   #compact(): void {
-    const items: T[] = [];
-    const numbers: number[] = [];
-    for (let i = this.start; i < this.items.length; i++) {
-      if (!this.#alive(i)) continue;
-      items.push(this.items[i]!);
-      numbers.push(this.numbers[i]!);
+    const items = this.items;
+    let j = 0;
+    for (let i = this.start; i < items.length; i++) {
+      const n = items[i]!;
+      if (n.queued !== this.base + i) continue;
+      n.queued = this.base + j;
+      items[j++] = n;
     }
-    this.items = items;
-    this.numbers = numbers;
+    items.length = j;
     this.start = 0;
   }
 }
 
+/**
+ * Every waiter in enqueue order, kept only while some class list is not. An entry is live while
+ * its waiter is queued with the enqueue time the entry was made with: a waiter queued again later
+ * has a new entry (and if queued again at the same time, its two entries name the same deadline).
+ */
+class EnqueueOrder<T extends QueueNode> {
+  items: T[] = [];
+  times: number[] = [];
+  start = 0;
+  live = 0;
+
+  alive(i: number): boolean {
+    const n = this.items[i]!;
+    return n.queued !== 0 && n.enqueuedAt === this.times[i];
+  }
+
+  get first(): T | null {
+    return this.live === 0 ? null : this.items[this.start]!;
+  }
+
+  /** Adds by enqueue time, after every entry enqueued no later (usually at the end). */
+  add(node: T): void {
+    const { items, times } = this;
+    let at = items.length;
+    while (at > this.start && times[at - 1]! > node.enqueuedAt) at--;
+    if (at === items.length) {
+      items.push(node);
+      times.push(node.enqueuedAt);
+    } else {
+      items.splice(at, 0, node);
+      times.splice(at, 0, node.enqueuedAt);
+    }
+    this.live++;
+  }
+
+  trim(): void {
+    const { items, times } = this;
+    while (this.start < items.length && !this.alive(this.start)) this.start++;
+    while (items.length > this.start && !this.alive(items.length - 1)) {
+      items.pop();
+      times.pop();
+    }
+    const dead = items.length - this.start - this.live;
+    if ((this.start > 1024 && this.start * 2 > items.length) || (dead > 32 && dead > this.live)) {
+      let j = 0;
+      for (let i = this.start; i < items.length; i++) {
+        if (!this.alive(i)) continue;
+        items[j] = items[i]!;
+        times[j++] = times[i]!;
+      }
+      items.length = j;
+      times.length = j;
+      this.start = 0;
+    }
+  }
+}
+
 export class WaitQueue<T extends QueueNode> {
-  readonly #lists: [List<T>, List<T>, List<T>] = [new List(), new List(), new List()];
-  /** Every waiter in enqueue order (enqueue times never decrease): the next deadline first. */
-  readonly #byEnqueue = new List<T>();
+  // A waiter is only ever queued in its own class's list (its class never changes), so the
+  // lists may share keys.
+  readonly #lists: [ClassList<T>, ClassList<T>, ClassList<T>] = [
+    new ClassList(),
+    new ClassList(),
+    new ClassList(),
+  ];
+  /** Every waiter in enqueue order while some list is out of it; null while each list is in it. */
+  #byEnqueue: EnqueueOrder<T> | null = null;
   #size = 0;
-  /** The last entry number given (never 0: 0 means "in no queue"). */
-  #numbered = 0;
 
   get size(): number {
     return this.#size;
@@ -116,15 +197,18 @@ export class WaitQueue<T extends QueueNode> {
   /** The waiters of own class `rank`, oldest first. */
   *waiting(rank: Rank): Iterable<T> {
     const list = this.#lists[rank];
-    for (let i = list.start; i < list.items.length; i++) {
-      const n = list.items[i]!;
-      if (n.queued === list.numbers[i]) yield n;
-    }
+    for (let i = list.start; i < list.items.length; i++) if (list.alive(i)) yield list.items[i]!;
   }
 
   /** The waiter that has waited longest in this queue (earliest enqueue): the next deadline. */
   get earliestEnqueued(): T | null {
-    return this.#byEnqueue.first;
+    if (this.#byEnqueue !== null) return this.#byEnqueue.first;
+    let earliest: T | null = null;
+    for (let r = 0; r < 3; r++) {
+      const head = this.#lists[r]!.first;
+      if (head !== null && (earliest === null || head.enqueuedAt < earliest.enqueuedAt)) earliest = head;
+    }
+    return earliest;
   }
 
   /**
@@ -133,12 +217,14 @@ export class WaitQueue<T extends QueueNode> {
    */
   push(node: T): void {
     const list = this.#lists[node.rank];
-    const items = list.items;
-    let at = items.length;
-    while (at > list.start && items[at - 1]!.arrivedAt > node.arrivedAt) at--;
-    node.queued = ++this.#numbered;
+    const at = list.placeOf(node.arrivedAt);
+    if (this.#byEnqueue === null) {
+      const tail = list.last;
+      if (at < list.items.length || (tail !== null && tail.enqueuedAt > node.enqueuedAt))
+        this.#byEnqueue = this.#enqueueOrder();
+    }
     list.add(node, at);
-    this.#byEnqueue.add(node, this.#byEnqueue.items.length);
+    this.#byEnqueue?.add(node);
     this.#size++;
   }
 
@@ -148,9 +234,24 @@ export class WaitQueue<T extends QueueNode> {
     const list = this.#lists[node.rank];
     list.live--;
     list.trim();
-    this.#byEnqueue.live--;
-    this.#byEnqueue.trim();
     this.#size--;
+    if (this.#byEnqueue === null) return;
+    // Empty, every list is in enqueue order again.
+    if (this.#size === 0) this.#byEnqueue = null;
+    else {
+      this.#byEnqueue.live--;
+      this.#byEnqueue.trim();
+    }
+  }
+
+  /** The waiters so far in enqueue order: the three lists (each in that order) merged. */
+  #enqueueOrder(): EnqueueOrder<T> {
+    const order = new EnqueueOrder<T>();
+    const all: T[] = [];
+    for (let r = 0; r < 3; r++) for (const n of this.waiting(r as Rank)) all.push(n);
+    all.sort((a, b) => a.enqueuedAt - b.enqueuedAt); // stable: a class's own order is kept
+    for (const n of all) order.add(n);
+    return order;
   }
 
   /** The waiter to serve next: highest effective class, then earliest arrival. */
@@ -187,9 +288,9 @@ export class WaitQueue<T extends QueueNode> {
     for (let r = 0; r < node.rank; r++) position += this.#lists[r as Rank].live;
     const list = this.#lists[node.rank];
     for (let i = list.start; i < list.items.length; i++) {
-      const n = list.items[i]!;
-      if (n === node && n.queued === list.numbers[i]) break;
-      if (n.queued === list.numbers[i]) position++;
+      if (!list.alive(i)) continue;
+      if (list.items[i] === node) break;
+      position++;
     }
     return position;
   }
