@@ -44,7 +44,7 @@ export class Scheduler extends Grants {
     t.enqueuedAt = nowMs;
     if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
-    this.pass(nowMs);
+    this.pass(nowMs, lane);
     return (t.state as string) === "granted" ? "granted" : "queued";
   }
 
@@ -150,24 +150,22 @@ export class Scheduler extends Grants {
    * One scheduler pass: grant the best waiter whose whole path has room, until none can be.
    * Across lanes the best waiter (effective class, then arrival) goes first, which is what a
    * shared GPU group needs; a lane blocked by its own full budget never blocks another lane.
+   * `from`: a lane the caller knows has waiters; when it is the only one, only it is looked at.
    */
-  pass(nowMs: number): void {
+  pass(nowMs: number, from?: Lane<Ticket>): void {
+    if (from !== undefined && this.waiting.size === 1 && from.queue.size > 0) {
+      this.#passLane(from, nowMs);
+      return;
+    }
     while (this.waiting.size > 0) {
       let best: Ticket | null = null;
       let bestLane: Lane<Ticket> | null = null;
       let bestPath: Path | null = null;
       let bestRank = 3;
       for (const lane of this.waiting) {
-        let c = lane.candidate(nowMs);
+        const c = this.#choose(lane, nowMs);
         if (c === null) continue;
-        let path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
-        if (path === null) {
-          // A bucket's interactive reserve is closed to an aged call: the first interactive one may use it.
-          c = lane.reserveCandidate(c);
-          if (c === null) continue;
-          path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
-          if (path === null) continue;
-        }
+        const path = this.#chosen!;
         const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
         if (best !== null && (rank > bestRank || (rank === bestRank && c.arrivedAt >= best.arrivedAt)))
           continue;
@@ -178,10 +176,47 @@ export class Scheduler extends Grants {
         bestRank = rank;
       }
       if (best === null || bestLane === null || bestPath === null) return;
-      this.remove(bestLane, best, nowMs);
-      this.grant(bestLane, best, bestPath, nowMs);
-      this.hooks.granted(best);
+      this.#serve(bestLane, best, bestPath, nowMs);
     }
+  }
+
+  /**
+   * `pass` when `lane` is the only lane with waiters (the usual case, and every release of a busy
+   * lane): no other lane's waiter to compare with or hold a bucket for, so its own best goes.
+   */
+  #passLane(lane: Lane<Ticket>, nowMs: number): void {
+    for (let c = this.#choose(lane, nowMs); c !== null; c = this.#choose(lane, nowMs))
+      this.#serve(lane, c, this.#chosen!, nowMs);
+  }
+
+  /** The path `#choose` found for the waiter it returned (a field: no pair allocated per pass). */
+  #chosen: Path | null = null;
+
+  /**
+   * The waiter `lane` would serve now, with its path in `#chosen`, or null when none fits: its
+   * candidate, else — a bucket's interactive reserve is closed to an aged call — the first
+   * interactive waiter.
+   */
+  #choose(lane: Lane<Ticket>, nowMs: number): Ticket | null {
+    let c = lane.candidate(nowMs);
+    if (c === null) return null;
+    let path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+    if (path === null) {
+      c = lane.reserveCandidate(c);
+      if (c === null) return null;
+      path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+      if (path === null) return null;
+    }
+    this.#chosen = path;
+    return c;
+  }
+
+  /** Takes `t` out of line and grants it `path`. */
+  #serve(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
+    this.#chosen = null;
+    this.remove(lane, t, nowMs);
+    this.grant(lane, t, path, nowMs);
+    this.hooks.granted(t);
   }
 
   /**
@@ -218,12 +253,12 @@ export class Scheduler extends Grants {
     if (outcome?.kind === "success" && lane.pods !== null)
       lane.retryTokens = Math.min(lane.retryTokens + RETRY_EARN, retryBank(lane.limit));
     this.giveBack(t, nowMs);
-    if (t.attempts > 1 && lane.redispatching > 0) lane.redispatching--;
+    if (lane.redispatching > 0 && t.attempts > 1) lane.redispatching--;
     const held = nowMs - t.grantedAt;
     lane.hold.record(held);
     if (this.onRelease.size > 0)
       this.onRelease.emit({ lane: lane.name, pod: t.pod, heldMs: held, outcome: outcome?.kind ?? "none" });
-    if (this.waiting.size > 0) this.pass(nowMs);
+    if (this.waiting.size > 0) this.pass(nowMs, lane);
   }
 
   /**

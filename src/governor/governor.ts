@@ -178,7 +178,8 @@ export class Governor {
     if (signal !== undefined) this.#waiters.listenForAbort(t, signal);
     // A fleet store confirms even a grant made on arrival, and a bounded key's slot, before the lease.
     this.#waiters.arrived(t, admitted === "granted");
-    this.#timer.arm(now);
+    if (admitted === "queued") this.#timer.queued(laneState, now);
+    else this.#timer.arm(now);
     return promise;
   }
 
@@ -387,8 +388,8 @@ export class Governor {
     // The admission bound's drain rate: how long calls hold their slot, over every lane.
     if (granted) this.#registry.admission?.hold.record(now - t.grantedAt);
     if (releaseChannel.hasSubscribers) releaseChannel.publish(t);
-    // Nothing waits and no timer is armed (the usual uncontended end): arm() would do nothing.
-    if (this.#scheduler.waitingLanes.size > 0 || this.#timer.armed) this.#timer.arm(now);
+    // Nothing waits and no timer is armed (the usual uncontended end): there is nothing to do.
+    if (this.#scheduler.waitingLanes.size > 0 || this.#timer.armed) this.#timer.released(now);
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {

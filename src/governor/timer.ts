@@ -6,7 +6,17 @@
  * keeps the process alive.
  */
 import type { Clock } from "../core/clock.js";
+import type { Lane } from "../core/lane.js";
+import type { Ticket } from "../core/lease.js";
 import type { Scheduler } from "../core/scheduler.js";
+
+/**
+ * A lane whose only self-change is its waiters' queue deadlines: no pods (no cooldowns), and its
+ * path is its own concurrency budget alone (no buckets to refill, no group).
+ */
+function deadlinesOnly(lane: Lane<Ticket>): boolean {
+  return lane.pods === null && lane.lanePath.solo !== null;
+}
 
 export class WakeTimer {
   #cancel: (() => void) | undefined;
@@ -28,6 +38,36 @@ export class WakeTimer {
     this.#cancel?.();
     this.#at = at;
     this.#cancel = this.clock.setTimer(at, this.#wake);
+  }
+
+  /**
+   * A waiter joined `lane` at `now`. Its lane only changes at deadlines and the timer is set no
+   * later than its deadline (every earlier waiter's comes first): nothing to move. Otherwise as
+   * `arm`. (Asked on every queued arrival.)
+   */
+  queued(lane: Lane<Ticket>, now: number): void {
+    if (this.#at <= now + lane.settings.queueTimeoutMs && deadlinesOnly(lane)) return;
+    this.arm(now);
+  }
+
+  /**
+   * A lease ended, and the waiters it let through left their queues. In lanes that change only at
+   * deadlines, waiters leaving can only move the earliest deadline later, so a timer already set
+   * stays (if it fires early, the tick finds nothing due and sets it again). Otherwise as `arm`.
+   * (Asked on every release.)
+   */
+  released(now: number): void {
+    const waiting = this.scheduler.waitingLanes;
+    if (waiting.size === 0) {
+      this.stop();
+      return;
+    }
+    if (this.#cancel !== undefined) {
+      let settled = true;
+      for (const lane of waiting) if (!deadlinesOnly(lane)) settled = false;
+      if (settled) return;
+    }
+    this.arm(now);
   }
 
   /** Whether a wake-up is set. */
