@@ -77,11 +77,18 @@ class ClassList<T extends QueueNode> {
     this.live++;
   }
 
-  /** Drops dead entries from both ends; compacts when they outnumber the live ones. */
-  trim(): void {
+  /**
+   * Takes out the waiter whose key is `key`: dead entries reaching the end it was at are dropped,
+   * and the list compacts when dead entries outnumber the live ones. Only that end is looked at —
+   * in a long queue the other end's waiter is in memory nobody else touches now.
+   */
+  remove(node: T, key: number): void {
+    node.queued = 0;
+    this.live--;
     const items = this.items;
-    while (this.start < items.length && !this.alive(this.start)) this.start++;
-    while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
+    const at = key - this.base;
+    if (at === this.start) while (this.start < items.length && !this.alive(this.start)) this.start++;
+    else if (at === items.length - 1) while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
     const dead = items.length - this.start - this.live;
     // Amortized O(1): a copy only once the dropped entries are as many as the ones copied.
     const spent = this.start > 1024 && this.start * 2 > items.length;
@@ -230,10 +237,7 @@ export class WaitQueue<T extends QueueNode> {
 
   /** Removes a waiter that is in this queue. */
   remove(node: T): void {
-    node.queued = 0;
-    const list = this.#lists[node.rank];
-    list.live--;
-    list.trim();
+    this.#lists[node.rank].remove(node, node.queued);
     this.#size--;
     if (this.#byEnqueue === null) return;
     // Empty, every list is in enqueue order again.
