@@ -284,4 +284,5 @@ export class Ticket implements Lease, QueueNode {
  * (`bench/profile.ts s`, five interleaved pairs) — and a lease is still no thenable: its `then`
  * is not callable, so the promise is fulfilled with the lease itself.
  */
+// biome-ignore lint/suspicious/noThenProperty: undefined, not callable: await and resolve treat a lease as a value (leases.test.ts).
 Object.defineProperty(Ticket.prototype, "then", { value: undefined });

@@ -88,7 +88,8 @@ class ClassList<T extends QueueNode> {
     const items = this.items;
     const at = key - this.base;
     if (at === this.start) while (this.start < items.length && !this.alive(this.start)) this.start++;
-    else if (at === items.length - 1) while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
+    else if (at === items.length - 1)
+      while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
     const dead = items.length - this.start - this.live;
     // Amortized O(1): a copy only once the dropped entries are as many as the ones copied.
     const spent = this.start > 1024 && this.start * 2 > items.length;

@@ -22,6 +22,19 @@ describe("Governor: leases", () => {
     assert.equal(lane().inflight, 0);
   });
 
+  test("a lease is a value, not a thenable: a waiter's promise and Promise.resolve give the lease itself", async () => {
+    const { gov } = make({ limit: 1 });
+    const first = await gov.acquire("L");
+    const waiting = gov.acquire("L");
+    first.release();
+    const lease = await waiting; // resolved by the grant, with the ticket (its `then` is undefined)
+    assert.equal(typeof (lease as { then?: unknown }).then, "undefined");
+    assert.equal(await Promise.resolve(lease), lease);
+    assert.equal(await Promise.all([lease]).then(([l]) => l), lease);
+    assert.equal(lease.lane, "L");
+    lease.release();
+  });
+
   test("`await using` releases at the end of the block", async () => {
     const { gov, lane } = make({ limit: 1 });
     {
