@@ -286,3 +286,18 @@ export class Ticket implements Lease, QueueNode {
  */
 // biome-ignore lint/suspicious/noThenProperty: undefined, not callable: await and resolve treat a lease as a value (leases.test.ts).
 Object.defineProperty(Ticket.prototype, "then", { value: undefined });
+
+/**
+ * One record of each per-call class, alive for the life of the process. V8 keeps a class's
+ * instance shapes (maps) alive only through live instances, and optimized code that checks a
+ * shape is thrown away when it dies. With no call in flight at a full collection — an idle
+ * gateway, or the `gc()` before each benchmark run — every Ticket shape died and with it the
+ * optimized acquire and release paths (`--trace-deopt`: 10–30 functions marked "weak objects",
+ * 0–1 with these kept), so the next thousands of calls ran unoptimized until V8 compiled them
+ * again (`bench/idle-deopt.ts`). Built by the same constructors, so they hold the same shapes.
+ */
+export const SHAPE_ANCHORS = [
+  new Ticket(undefined as unknown as Lane<Ticket>, 1, 0, null),
+  new TicketExtras(),
+  new PodAttempt(null),
+] as const;
