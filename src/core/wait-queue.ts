@@ -31,6 +31,12 @@ export interface QueueNode {
   queued: number;
 }
 
+/**
+ * Keys stay small integers — a larger number would box a heap number in each waiter — so past
+ * this base a compaction numbers the waiters from 1 again.
+ */
+const MAX_BASE = 2 ** 30;
+
 /** One class's list: entries from `start` on, in arrival order. */
 class ClassList<T extends QueueNode> {
   items: T[] = [];
@@ -38,7 +44,7 @@ class ClassList<T extends QueueNode> {
   live = 0;
 
   /** An entry at index `i` is live while its waiter's key is `base + i` (never 0: "in no queue"). */
-  readonly base = 1;
+  base = 1;
 
   alive(i: number): boolean {
     return this.items[i]!.queued === this.base + i;
@@ -96,21 +102,34 @@ class ClassList<T extends QueueNode> {
     if (this.start === items.length) {
       items.length = 0;
       this.start = 0;
+      this.base = 1;
     } else if (spent || (dead > 32 && dead > this.live)) this.#compact();
   }
 
   /** Moves the live entries to the front of the same array (no new array to grow and collect). */
   #compact(): void {
     const items = this.items;
+    const from = this.start;
+    this.start = 0;
+    if (items.length - from === this.live && this.base + from < MAX_BASE) {
+      // Only a served prefix is dead (a queue drained from the front): move the entries down and
+      // the base up by as much, so each key still names its entry without touching its waiter —
+      // in a long queue every waiter touched would be a cache miss.
+      for (let i = from; i < items.length; i++) items[i - from] = items[i]!;
+      items.length -= from;
+      this.base += from;
+      return;
+    }
+    const base = this.base;
     let j = 0;
-    for (let i = this.start; i < items.length; i++) {
+    for (let i = from; i < items.length; i++) {
       const n = items[i]!;
-      if (n.queued !== this.base + i) continue;
-      n.queued = this.base + j;
+      if (n.queued !== base + i) continue;
+      n.queued = 1 + j;
       items[j++] = n;
     }
     items.length = j;
-    this.start = 0;
+    this.base = 1;
   }
 }
 
