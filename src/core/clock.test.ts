@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { systemClock } from "./clock.js";
+import { SHARED_READS, systemClock } from "./clock.js";
 
 /** Spins until `ms` of real time have passed (the turn does not end). */
 function spin(ms: number): void {
@@ -21,6 +21,18 @@ test("systemClock shares one reading across a microtask drain that made it (an a
   spin(3);
   await null; // a continuation of the same drain
   assert.equal(systemClock.now(), first, "the same drain: the same reading");
+});
+
+test("systemClock reads the clock again after SHARED_READS reads, even inside one microtask drain", async () => {
+  await null; // inside a microtask drain that could go on for as long as its code awaits
+  const first = systemClock.now();
+  spin(3);
+  let last = first;
+  for (let i = 0; i < SHARED_READS; i++) {
+    await null;
+    last = systemClock.now();
+  }
+  assert.ok(last >= first + 3, `the 3 ms spent are seen within ${SHARED_READS} reads: ${first} → ${last}`);
 });
 
 test("systemClock reads the clock again in the next turn", async () => {

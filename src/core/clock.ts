@@ -17,28 +17,40 @@ const perf = globalThis.performance;
 
 /** The reading this turn shares, or −1 before its first read. */
 let turnNow = -1;
+/** How many more reads may share `turnNow` before the clock is read again. */
+let sharesLeft = 0;
 const forgetTurnNow = (): void => {
   turnNow = -1;
 };
+/** At most this many reads share one reading (see `systemClock`). */
+export const SHARED_READS = 64;
 
 /**
  * The process's monotonic clock (`performance.now()`), immune to wall-clock jumps, in whole
  * milliseconds: integers stay small integers in V8, where fractional times would box a heap
  * number for each of a waiter's three timestamps (about 48 bytes per queued call).
  *
- * Read once per turn: the first `now()` reads the clock and later ones get that reading until
- * Node next runs its `process.nextTick` queue — at the end of the callback that read it, or of the
- * microtask drain it was read in (V8 drains microtasks before Node runs ticks: a loop of `await
- * acquire()` and `release()` shares one reading). Node's timers likewise use libuv's loop time.
- * A read costs ~60 ns here (a system call on this VM's kvm-clock), two per acquire + release:
- * half of an uncontended pair (docs/bench.md). Meanwhile time stands still; that is short next
- * to the whole milliseconds this clock counts, and no timer can fire in it.
+ * Read once per turn, within bounds: the first `now()` reads the clock and later ones get that
+ * reading until Node next runs its `process.nextTick` queue — at the end of the callback that read
+ * it, or of the microtask drain it was read in (V8 drains microtasks before Node runs ticks: a loop
+ * of `await acquire()` and `release()` shares one reading) — or until it has served
+ * `SHARED_READS` reads. A read costs ~60 ns here (a system call on this VM's kvm-clock), two per
+ * acquire + release: half of an uncontended pair (docs/bench.md). The count is the bound: a
+ * microtask drain can last as long as its code keeps awaiting settled promises — the benchmark
+ * process ran one for 33 s — and with no bound every timestamp taken in it was that old: waiters
+ * joined with deadlines already past and leases seemed held for 33 s, which inflated the drain
+ * estimate until arrivals were refused as `expected_wait` (issue 13). Node's timers use libuv's
+ * loop time, which stands still the same way, but only between callbacks.
  */
 export const systemClock: Clock = {
   now() {
     if (turnNow < 0) {
       turnNow = Math.floor(perf.now());
+      sharesLeft = SHARED_READS;
       process.nextTick(forgetTurnNow);
+    } else if (--sharesLeft === 0) {
+      turnNow = Math.floor(perf.now());
+      sharesLeft = SHARED_READS;
     }
     return turnNow;
   },

@@ -338,3 +338,33 @@ describe("Governor: budgets", () => {
     }
   });
 });
+
+describe("Governor: the system clock inside a long microtask drain (issue 13)", () => {
+  test("a drain that never yields to the event loop keeps timestamps current: a waiter that joins late is not timed out early", async () => {
+    const gov = new Governor({ lanes: { l: { limit: 1, queueTimeoutMs: 200 } } });
+    const held = await gov.acquire("l");
+    await null; // from here on one microtask drain: each `await null` resumes without a turn of the loop
+    const until = performance.now() + 300;
+    while (performance.now() < until) {
+      assert.equal(gov.tryAcquire("l"), undefined); // reads the clock, takes nothing
+      await null;
+    }
+    // Joins 300 ms into the drain: its 200 ms deadline is counted from now, not from the drain's start.
+    const waiting = gov.acquire("l");
+    const outcome = await Promise.race([
+      waiting.then(
+        () => "granted",
+        (error: unknown) => (error instanceof QueueTimeoutError ? "timed out" : String(error)),
+      ),
+      new Promise((resolve) => setTimeout(resolve, 100, "still waiting")),
+    ]);
+    assert.equal(
+      outcome,
+      "still waiting",
+      "100 ms after joining, a waiter with a 200 ms queue timeout waits",
+    );
+    held.release();
+    (await waiting).release();
+    gov.close();
+  });
+});
