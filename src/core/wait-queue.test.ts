@@ -92,6 +92,23 @@ describe("WaitQueue", () => {
     assert.equal(q.earliestEnqueued, null);
   });
 
+  test("an insert near the front keeps a waiter queued again right after its dead entry", () => {
+    const q = new WaitQueue<Node>();
+    const nodes = [0, 1, 2, 3, 4, 5].map((i) => node(`n${i}`, 1, i));
+    for (const n of nodes) q.push(n);
+    q.remove(nodes[1]!);
+    q.push(nodes[1]!); // its live entry goes right after its dead one
+    const early = node("early", 1, 1.5, 10); // a re-dispatch: arrived long ago, placed near the front
+    q.push(early);
+    assert.deepEqual(
+      [...q.waiting(1)].map((n) => n.name),
+      ["n0", "n1", "early", "n2", "n3", "n4", "n5"],
+    );
+    assert.equal(q.positionOf(nodes[1]!), 2);
+    assert.equal(q.positionOf(early), 3);
+    assert.deepEqual(drain(q, 20), ["n0", "n1", "early", "n2", "n3", "n4", "n5"]);
+  });
+
   test("after many removals from the middle the order, positions and deadlines stay exact", () => {
     const q = new WaitQueue<Node>();
     const nodes = Array.from({ length: 10_000 }, (_, i) => node(`n${i}`, (i % 3) as Rank, i));

@@ -32,9 +32,11 @@ export interface QueueNode {
 }
 
 /**
- * Keys stay small integers — a larger number would box a heap number in each waiter — so past
- * this base a compaction numbers the waiters from 1 again.
+ * Where a list's keys start: room below for a base moved down by inserts near the front, above
+ * for one moved up by compactions. Keys stay small integers (below 2^31 — a larger number would
+ * box a heap number in each waiter), so outside [1, MAX_BASE) the list numbers from here again.
  */
+const MID_BASE = 2 ** 29;
 const MAX_BASE = 2 ** 30;
 
 /** One class's list: entries from `start` on, in arrival order. */
@@ -44,7 +46,7 @@ class ClassList<T extends QueueNode> {
   live = 0;
 
   /** An entry at index `i` is live while its waiter's key is `base + i` (never 0: "in no queue"). */
-  base = 1;
+  base = MID_BASE;
 
   alive(i: number): boolean {
     return this.items[i]!.queued === this.base + i;
@@ -59,18 +61,38 @@ class ClassList<T extends QueueNode> {
     return this.live === 0 ? null : this.items[this.items.length - 1]!;
   }
 
-  /** Where a waiter that arrived at `arrivedAt` goes: after every entry that arrived no later. */
+  /**
+   * Where a waiter that arrived at `arrivedAt` goes: after every entry that arrived no later. The
+   * entries, dead ones included, are in arrival order: at the end without a look in the usual
+   * case, else by binary search (a re-dispatched call that arrived long ago goes near the front).
+   */
   placeOf(arrivedAt: number): number {
     const items = this.items;
-    let at = items.length;
-    while (at > this.start && items[at - 1]!.arrivedAt > arrivedAt) at--;
-    return at;
+    let lo = this.start;
+    let hi = items.length;
+    if (hi === lo || items[hi - 1]!.arrivedAt <= arrivedAt) return hi;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (items[mid]!.arrivedAt > arrivedAt) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 
   add(node: T, at: number): void {
     const items = this.items;
     if (at === items.length) items.push(node);
-    else {
+    else if (at - this.start < items.length - at && this.base + this.start > 1) {
+      // Nearer the front: the entries behind it keep their keys under a base one lower, and the
+      // ones before it follow — front to back, so a waiter's dead entry (always before its live
+      // one) is looked at before the live one's key moves onto the dead one's.
+      items.splice(at, 0, node);
+      this.base--;
+      for (let i = this.start; i < at; i++) {
+        const n = items[i]!;
+        if (n.queued === this.base + 1 + i) n.queued = this.base + i;
+      }
+    } else {
       items.splice(at, 0, node);
       // The entries behind it moved up one: their live waiters' keys follow. From the back, so a
       // waiter's dead entry is looked at before its live one moves onto the dead one's old key.
@@ -102,7 +124,7 @@ class ClassList<T extends QueueNode> {
     if (this.start === items.length) {
       items.length = 0;
       this.start = 0;
-      this.base = 1;
+      this.base = MID_BASE;
     } else if (spent || (dead > 32 && dead > this.live)) this.#compact();
   }
 
@@ -125,11 +147,11 @@ class ClassList<T extends QueueNode> {
     for (let i = from; i < items.length; i++) {
       const n = items[i]!;
       if (n.queued !== base + i) continue;
-      n.queued = 1 + j;
+      n.queued = MID_BASE + j;
       items[j++] = n;
     }
     items.length = j;
-    this.base = 1;
+    this.base = MID_BASE;
   }
 }
 
@@ -156,8 +178,16 @@ class EnqueueOrder<T extends QueueNode> {
   /** Adds by enqueue time, after every entry enqueued no later (usually at the end). */
   add(node: T): void {
     const { items, times } = this;
+    // In enqueue-time order, dead entries included: at the end, or by binary search.
     let at = items.length;
-    while (at > this.start && times[at - 1]! > node.enqueuedAt) at--;
+    if (at > this.start && times[at - 1]! > node.enqueuedAt) {
+      let lo = this.start;
+      while (lo < at) {
+        const mid = (lo + at) >>> 1;
+        if (times[mid]! > node.enqueuedAt) at = mid;
+        else lo = mid + 1;
+      }
+    }
     if (at === items.length) {
       items.push(node);
       times.push(node.enqueuedAt);
