@@ -123,6 +123,16 @@ export class Lane<T extends QueueNode = QueueNode> {
     return this.budget.limit;
   }
 
+  /**
+   * Whether this lane changes by itself only at its waiters' queue deadlines: no pods (no
+   * cooldowns or pauses) and a path of its own concurrency budget alone, which gains room only
+   * from a release (no bucket to refill, no group). The scheduler skips such a lane's other
+   * wake-ups, and the timer need not move when its waiters come and go.
+   */
+  get changesOnlyAtDeadlines(): boolean {
+    return this.pods === null && this.lanePath.solo !== null;
+  }
+
   /** The lane's in-flight capacity now: its limit, or less when its pods are narrower. */
   get width(): number {
     if (this.pods === null) return this.budget.limit;

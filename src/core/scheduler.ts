@@ -378,10 +378,8 @@ export class Scheduler extends Grants {
         const deadline = head.enqueuedAt + lane.settings.queueTimeoutMs;
         if (at === undefined || deadline < at) at = deadline;
       }
-      // A lane of its own concurrency budget alone changes by itself only at a deadline: that
-      // budget gains room only from a release, and with no bucket nothing waits on a refill or
-      // aging. (Asked twice per queued call: on its arrival and at each release while it waits.)
-      if (lane.pods === null && lane.lanePath.solo !== null) continue;
+      // Nothing waits on a refill, a cooldown or aging there. (Asked on arrivals and releases.)
+      if (lane.changesOnlyAtDeadlines) continue;
       // A bucket's refill depends on the estimate and class of the waiter it is for: the lane's
       // next one, or the first interactive one, which may use the reserve the next one may not.
       const c = lane.candidate(nowMs);

@@ -10,12 +10,9 @@ import type { Lane } from "../core/lane.js";
 import type { Ticket } from "../core/lease.js";
 import type { Scheduler } from "../core/scheduler.js";
 
-/**
- * A lane whose only self-change is its waiters' queue deadlines: no pods (no cooldowns), and its
- * path is its own concurrency budget alone (no buckets to refill, no group).
- */
-function deadlinesOnly(lane: Lane<Ticket>): boolean {
-  return lane.pods === null && lane.lanePath.solo !== null;
+function allChangeOnlyAtDeadlines(lanes: Iterable<Lane<Ticket>>): boolean {
+  for (const lane of lanes) if (!lane.changesOnlyAtDeadlines) return false;
+  return true;
 }
 
 export class WakeTimer {
@@ -46,7 +43,7 @@ export class WakeTimer {
    * `arm`. (Asked on every queued arrival.)
    */
   queued(lane: Lane<Ticket>, now: number): void {
-    if (this.#at <= now + lane.settings.queueTimeoutMs && deadlinesOnly(lane)) return;
+    if (this.#at <= now + lane.settings.queueTimeoutMs && lane.changesOnlyAtDeadlines) return;
     this.arm(now);
   }
 
@@ -62,12 +59,7 @@ export class WakeTimer {
       this.stop();
       return;
     }
-    if (this.#cancel !== undefined) {
-      let settled = true;
-      for (const lane of waiting) if (!deadlinesOnly(lane)) settled = false;
-      if (settled) return;
-    }
-    this.arm(now);
+    if (this.#cancel === undefined || !allChangeOnlyAtDeadlines(waiting)) this.arm(now);
   }
 
   /** Whether a wake-up is set. */
