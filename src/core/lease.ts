@@ -294,6 +294,7 @@ export class Ticket implements Lease, QueueNode {
  * optimized acquire and release paths (`--trace-deopt`: 10–30 functions marked "weak objects",
  * 0–1 with these kept), so the next thousands of calls ran unoptimized until V8 compiled them
  * again (`bench/idle-deopt.ts`). Built by the same constructors, so they hold the same shapes.
+ * Exported only so the binding is kept: nothing reads it.
  */
 export const SHAPE_ANCHORS = [
   new Ticket(undefined as unknown as Lane<Ticket>, 1, 0, null),
