@@ -7,8 +7,9 @@
  *   (d) heap bytes per queued waiter at 100,000 waiters (child process per peer, bench/heap.ts)
  *   (e) sluice alone: release → grant hand-off p99 with 10,000 waiters queued (bench/latency.ts)
  *
- * Method: one warm-up per peer, then 3 runs interleaved across peers (a, b, c), median reported;
- * gc() between measurements. Not part of `npm test`.
+ * Method: one idle resident instance of each peer kept for the whole run (`keepResidents`; off
+ * with `--no-resident`), one warm-up per peer, then 3 runs interleaved across peers (a, b, c),
+ * median reported; each measurement times a fresh instance, gc() before it. Not part of `npm test`.
  */
 import { execFileSync } from "node:child_process";
 import { cpus, loadavg } from "node:os";
@@ -16,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { grantLatency, type LatencyResult } from "./latency.js";
-import { PEERS, type Peer } from "./peers.js";
+import { keepResidents, PEERS, type Peer } from "./peers.js";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
@@ -31,6 +32,7 @@ const UNCONTENDED_MS = 250;
 const A_RIVALS = ["p-limit", "p-queue", "bottleneck", "async-sema"];
 
 const quick = process.argv.includes("--quick");
+const resident = !process.argv.includes("--no-resident");
 const burstN = (p: Peer, n: number) => Math.min(n, p.burstCap ?? n);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const opsPerSec = (n: number, ns: bigint) => (n * 1e9) / Number(ns);
@@ -78,6 +80,7 @@ async function main(): Promise<void> {
     ]),
   );
   const burst = quick ? 20_000 : BURST;
+  if (resident) keepResidents();
 
   log(`warm-up (${PEERS.length} peers)…`);
   const aN = new Map<string, number>();
@@ -232,6 +235,11 @@ function report(
       behindNote(w.a) +
       cpuNote(w.a.length === 0, cpu.a.length === 0),
   );
+  const vsCockatiel = (src: Source) => med("sluice", "a", src)! / med("cockatiel", "a", src)!;
+  lines.push(
+    `- ${mark(vsCockatiel("wall") > 1)} (a) sluice ahead of cockatiel (issue 13): ${vsCockatiel("wall").toFixed(2)}× its pairs/s` +
+      cpuNote(vsCockatiel("wall") > 1, vsCockatiel("cpu") > 1),
+  );
   lines.push(
     `- ${mark(w.b.length === 0)} (b) sluice ahead of every peer: ${fmtOps(w.s("b"))} ops/s` +
       behindNote(w.b) +
@@ -274,7 +282,8 @@ function report(
   lines.push(
     `Node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} CPUs, ` +
       `load average ${loadBefore.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}, total ${seconds.toFixed(0)} s` +
-      `${quick ? " (--quick: 20k tasks and waiters)" : ""}.`,
+      `${quick ? " (--quick: 20k tasks and waiters)" : ""}` +
+      `${resident ? ", one idle resident instance per peer" : ", --no-resident"}.`,
   );
   console.log(lines.join("\n"));
 }

@@ -436,3 +436,31 @@ export const PEERS: readonly Peer[] = [
   asyncSemaPeer,
   floorPeer,
 ];
+
+/** What {@link keepResidents} built: referenced here, so it lives as long as the process. */
+const residents: unknown[] = [];
+
+/**
+ * Builds one idle instance of each peer and keeps it for the life of the process, the way an
+ * application keeps its limiter; each measurement still builds and times a fresh instance. The
+ * residents only keep each library's object shapes (V8 maps) alive across the `gc()` before a
+ * measurement. Without them that full collection found no instance of a peer's classes alive,
+ * freed their maps, and V8 threw away every optimized function that checked them
+ * (`--trace-deopt`: "marking dependent code … reason: weak objects"), so the measurement began
+ * with the library's code unoptimized — a state a process that keeps its limiter is never in.
+ * It cost sluice, whose path touches more classes, ~15–20 % of (b) (docs/bench.md, "Issue 13,
+ * sixth pass"). `npm run bench -- --no-resident` measures without them.
+ */
+export function keepResidents(): void {
+  if (residents.length > 0) return;
+  residents.push(
+    sluiceGovernor(64),
+    pLimit(64),
+    new PQueue({ concurrency: 64 }),
+    new Bottleneck({ maxConcurrent: 64 }),
+    bulkhead(64, 16),
+    new Sema(64),
+    new FloorSemaphore(64),
+    new FloorPrioritySemaphore(64),
+  );
+}
