@@ -9,7 +9,7 @@
  * `npm run bench` (`keepResidents`, peers.ts) unless `--no-resident`. With `--trace-deopt`,
  * `grep -c "marking dependent code"` counts the optimized functions V8 threw away.
  */
-import { constants, PerformanceObserver } from "node:perf_hooks";
+import { constants, type PerformanceEntry, PerformanceObserver } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { keepResidents, PEERS } from "./peers.js";
@@ -32,7 +32,8 @@ if (resident) keepResidents();
 const pauses = { minor: 0, major: 0 };
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
-    const kind = (entry.detail as { kind?: number } | undefined)?.kind;
+    // Node 20 puts the collection's kind in `detail` (not in PerformanceEntry's type).
+    const kind = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
     if (kind === constants.NODE_PERFORMANCE_GC_MINOR) pauses.minor += entry.duration;
     else pauses.major += entry.duration;
   }
@@ -66,5 +67,7 @@ for (const [name, row] of rows)
 if (names.length > 1) {
   const first = median(rows.get(names[0]!)!.opsPerSec);
   const second = median(rows.get(names[1]!)!.opsPerSec);
-  console.log(`${names[0]} ÷ ${names[1]}: ${(first / second).toFixed(2)}× (${resident ? "residents" : "--no-resident"})`);
+  console.log(
+    `${names[0]} ÷ ${names[1]}: ${(first / second).toFixed(2)}× (${resident ? "residents" : "--no-resident"})`,
+  );
 }
