@@ -39,6 +39,16 @@ export interface QueueNode {
 const MID_BASE = 2 ** 29;
 const MAX_BASE = 2 ** 30;
 
+/**
+ * Whether a list of `length` entries from `start` on, `live` of them live, is worth copying down:
+ * once the dropped prefix is as long as what would be copied (amortized O(1)), or dead entries
+ * outnumber the live ones (cancelled waiters are not kept for long).
+ */
+function worthCompacting(start: number, length: number, live: number): boolean {
+  const dead = length - start - live;
+  return (start > 1024 && start * 2 > length) || (dead > 32 && dead > live);
+}
+
 /** One class's list: entries from `start` on, in arrival order. */
 class ClassList<T extends QueueNode> {
   items: T[] = [];
@@ -118,14 +128,11 @@ class ClassList<T extends QueueNode> {
     if (at === this.start) while (this.start < items.length && !this.alive(this.start)) this.start++;
     else if (at === items.length - 1)
       while (items.length > this.start && !this.alive(items.length - 1)) items.pop();
-    const dead = items.length - this.start - this.live;
-    // Amortized O(1): a copy only once the dropped entries are as many as the ones copied.
-    const spent = this.start > 1024 && this.start * 2 > items.length;
     if (this.start === items.length) {
       items.length = 0;
       this.start = 0;
       this.base = MID_BASE;
-    } else if (spent || (dead > 32 && dead > this.live)) this.#compact();
+    } else if (worthCompacting(this.start, items.length, this.live)) this.#compact();
   }
 
   /** Moves the live entries to the front of the same array (no new array to grow and collect). */
@@ -205,8 +212,7 @@ class EnqueueOrder<T extends QueueNode> {
       items.pop();
       times.pop();
     }
-    const dead = items.length - this.start - this.live;
-    if ((this.start > 1024 && this.start * 2 > items.length) || (dead > 32 && dead > this.live)) {
+    if (worthCompacting(this.start, items.length, this.live)) {
       let j = 0;
       for (let i = this.start; i < items.length; i++) {
         if (!this.alive(i)) continue;
@@ -340,10 +346,8 @@ export class WaitQueue<T extends QueueNode> {
   positionOf(node: T): number {
     let position = 1;
     for (let r = 0; r < node.rank; r++) position += this.#lists[r as Rank].live;
-    const list = this.#lists[node.rank];
-    for (let i = list.start; i < list.items.length; i++) {
-      if (!list.alive(i)) continue;
-      if (list.items[i] === node) break;
+    for (const n of this.waiting(node.rank)) {
+      if (n === node) break;
       position++;
     }
     return position;
