@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { isConfigError } from "../core/errors.js";
 import { parseStoreUrl, STORE_URL_FORMS, StoreUrlError } from "../store/redis-connection.js";
+import { type Cidr, parseCidr } from "./cidr.js";
 import type { LeafParams } from "./issues.js";
 import { parseDuration, parseSize } from "./units.js";
 
@@ -168,6 +169,16 @@ export const listen: Check<{ host: string; port: number }> = (v) => {
   const host = match[1] === undefined ? "127.0.0.1" : match[1].replace(/^\[(.*)\]$/, "$1");
   return { host, port };
 };
+
+/** An IP address or CIDR block (`10.0.0.0/8`, `::1/128`, `127.0.0.1`): a proxy trusted to forward. */
+export const cidr: Check<Cidr> = (v) =>
+  (typeof v === "string" ? parseCidr(v) : undefined) ??
+  fail(
+    "an IP address or CIDR block such as 10.0.0.0/8, 127.0.0.1 or ::1/128",
+    typeof v === "string" && /[a-z]/i.test(v) && !v.includes(":")
+      ? "name addresses, not host names"
+      : undefined,
+  );
 
 /**
  * A key kept for a feature that is not built yet: leaving it out is fine, any value is refused

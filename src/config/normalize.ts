@@ -98,6 +98,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
       })),
     },
     admin: { keys: raw.admin.keys.map((k) => ({ id: k.id, sha256: k.sha256 })) },
+    trustProxy: raw.trust_proxy,
     models,
     routes: raw.routes.map((r) => ({ match: r.match, model: r.model })),
     gpuGroups,
@@ -120,6 +121,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     maxInflight: p.max_inflight ?? podDefault,
     gpuGroup: p.gpu_group ?? new URL(p.url).hostname,
     ...(p.metrics_url === undefined ? {} : { metricsUrl: p.metrics_url }),
+    ...(p.redispatch_statuses === undefined ? {} : { redispatchStatuses: p.redispatch_statuses }),
   }));
   const podSum = pods.reduce((sum, p) => sum + p.maxInflight, 0);
   const limit = m.max_concurrent_requests ?? (stated ? podSum : G.maxInflight);

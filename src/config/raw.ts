@@ -13,6 +13,7 @@ import { expecting, strictErrors } from "./issues.js";
 import {
   atLeast,
   bool,
+  cidr,
   duration,
   envVarName,
   httpUrl,
@@ -28,6 +29,7 @@ import {
   store,
   withDefault,
 } from "./leaves.js";
+import { redispatchStatuses } from "./redispatch-statuses.js";
 
 const G = DEFAULTS.gateway;
 
@@ -140,8 +142,9 @@ const pod = section(
     max_inflight: optional(int(1)),
     gpu_group: optional(name("a GPU group name")),
     metrics_url: optional(httpUrl),
+    redispatch_statuses: optional(redispatchStatuses),
   },
-  "a pod: { url, max_inflight, gpu_group, metrics_url }",
+  "a pod: { url, max_inflight, gpu_group, metrics_url, redispatch_statuses }",
 );
 
 const model = section(
@@ -234,13 +237,15 @@ export const RawConfigSchema = section(
     admission: optionalSection(admission),
     auth: optionalSection(auth),
     admin: optionalSection(admin),
+    // The proxies whose X-Forwarded-For / Forwarded is believed (client-address.ts).
+    trust_proxy: optionalList(required(cidr), "a list of IP addresses or CIDR blocks of trusted proxies"),
     models: list(model, "a list of at least one model { name, pods, … }", 1),
     routes: optionalList(route, "a list of routes { match, model }"),
     gpu_groups: mapping(gpuGroup, "a mapping of GPU group name → { max_inflight }"),
     accounts: mapping(account, "a mapping of account name → { max_inflight, tpm, rpm, models }"),
     log: optionalSection(log),
   },
-  "a mapping with listen, store, fleet, admission, auth, admin, models, routes, gpu_groups, accounts, log",
+  "a mapping with listen, store, fleet, admission, auth, admin, trust_proxy, models, routes, gpu_groups, accounts, log",
 );
 
 /** The config as written, scalars converted, constant defaults applied. */

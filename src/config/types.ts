@@ -6,6 +6,7 @@
 import type { BreakerSettings } from "../core/breaker.js";
 import type { AdaptiveSettings } from "../core/options.js";
 import type { Priority } from "../core/priority.js";
+import type { Cidr } from "./cidr.js";
 import type { Issue } from "./issues.js";
 import type { StoreConfig } from "./leaves.js";
 import type { LOG_LEVELS, MODES } from "./raw.js";
@@ -34,6 +35,11 @@ export interface GatewayConfig {
   readonly admission: AdmissionConfig;
   readonly auth: AuthConfig;
   readonly admin: { readonly keys: readonly AdminKeyConfig[] };
+  /**
+   * `trust_proxy`: the proxies whose forwarding headers are believed. A loopback peer that
+   * forwards for someone is not local unless it is listed here (gateway/client-address.ts).
+   */
+  readonly trustProxy: readonly Cidr[];
   /** In file order; names are unique. */
   readonly models: readonly ModelConfig[];
   readonly routes: readonly RouteConfig[];
@@ -149,6 +155,11 @@ export interface PodConfig {
   /** Resolved: the pod's `gpu_group`, else the URL's hostname. Bounded only if listed in `gpuGroups`. */
   readonly gpuGroup: string;
   readonly metricsUrl?: string;
+  /**
+   * Answers that mean this pod did not start the call, so it may go to another pod (429 or 5xx);
+   * unset: none does, only a connection that failed before the request was written.
+   */
+  readonly redispatchStatuses?: readonly number[];
 }
 
 /** A path prefix proxied to a model, for non-OpenAI APIs. */

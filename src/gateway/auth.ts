@@ -2,12 +2,13 @@
  * Who is calling: the model routes' authenticate phase and the admin routes both ask here.
  * Bearer tokens are compared as SHA-256 digests in
  * constant time against every configured key, so neither the token nor which key almost matched
- * leaks through timing. With no keys configured the gateway is open, but only to loopback
- * clients unless `auth.open: true`.
+ * leaks through timing. With no keys configured the gateway is open, but only to local
+ * clients unless `auth.open: true`; who is local, behind a proxy too, is `client-address.ts`'s call.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { ClientKeyConfig } from "../config/schema.js";
+import type { ClientKeyConfig, GatewayConfig } from "../config/schema.js";
+import { ProxyTrust } from "./client-address.js";
 import { HttpError } from "./http-error.js";
 
 /** The identity a request runs as; `key` is null in open mode. */
@@ -19,18 +20,20 @@ export interface Caller {
 
 const ANONYMOUS: Caller = { key: null, id: "anonymous" };
 
-/** True for 127.0.0.0/8, ::1 and their IPv4-mapped forms. */
-export function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
-}
-
 export class Authenticator {
   constructor(
     readonly keys: readonly ClientKeyConfig[],
     readonly adminKeys: readonly { id: string; sha256: Buffer }[],
     readonly open: boolean,
+    /** `trust_proxy`: which peers' forwarding headers are believed when deciding who is local. */
+    readonly proxies: ProxyTrust,
   ) {}
+
+  /** The authenticator a config asks for (at start and on each reload). */
+  static of(config: GatewayConfig): Authenticator {
+    const { auth, admin, trustProxy } = config;
+    return new Authenticator(auth.keys, admin.keys, auth.open, new ProxyTrust(trustProxy));
+  }
 
   /** Parses `Authorization: Bearer …`; undefined when absent. */
   static bearer(header: string | undefined): string | undefined {
@@ -51,11 +54,11 @@ export class Authenticator {
   authenticate(req: IncomingMessage): Caller {
     const header = req.headers.authorization;
     if (this.keys.length === 0) {
-      if (this.open || isLoopback(req.socket.remoteAddress)) return ANONYMOUS;
+      if (this.open || this.proxies.isLocal(req)) return ANONYMOUS;
       throw new HttpError(
         401,
         "unauthorized",
-        "this gateway has no client keys and accepts unauthenticated calls only from loopback (set auth.open: true or configure auth.keys)",
+        "this gateway has no client keys and accepts unauthenticated calls only from this host (set auth.open: true or configure auth.keys; behind a proxy on this host, see trust_proxy)",
       );
     }
     const token = Authenticator.bearer(header);
@@ -75,15 +78,15 @@ export class Authenticator {
     return { key, id: key.id };
   }
 
-  /** Admin routes: open on loopback, else an admin key is required. */
+  /** Admin routes: open to local callers (`client-address.ts`), else an admin key is required. */
   authorizeAdmin(req: IncomingMessage): void {
-    if (isLoopback(req.socket.remoteAddress)) return;
+    if (this.proxies.isLocal(req)) return;
     const token = Authenticator.bearer(req.headers.authorization);
     if (token !== undefined && this.match(token, this.adminKeys) !== undefined) return;
     throw new HttpError(
       401,
       "unauthorized",
-      "admin routes need an admin key off loopback",
+      "admin routes need an admin key from anywhere but this host (a call forwarded by a proxy is not local unless trust_proxy names the proxy)",
       "header:authorization",
     );
   }

@@ -118,7 +118,7 @@ export class Gateway {
       governor,
       metrics,
       log,
-      auth: new Authenticator(config.auth.keys, config.admin.keys, config.auth.open),
+      auth: Authenticator.of(config),
       upstreams: this.#upstreams,
       models,
       metered: this.#metered,
@@ -304,7 +304,7 @@ export class Gateway {
     const parts = this.#parts;
     parts.config = config;
     this.#fillModels(config);
-    parts.auth = new Authenticator(config.auth.keys, config.admin.keys, config.auth.open);
+    parts.auth = Authenticator.of(config);
     const { maxBufferedBytes, maxBodyBytes, bodyTimeoutMs, headerTimeoutMs } = config.admission;
     parts.buffers.limit = maxBufferedBytes; // one budget: bodies being read charge it across a reload
     parts.bodyLimits = { maxBodyBytes, bodyTimeoutMs };
