@@ -38,11 +38,34 @@ export class FleetMirror {
   readonly #ahead = new Map<string, number>();
   /** Each path's fleet part, per start (`#shape`). */
   #shapes = new WeakMap<Path, PathShape[]>();
+  /** A look at the waiters is scheduled (`lookAgainSoon`). */
+  #looking = false;
 
   constructor(
     /** The hash tag every key starts with (`{prefix}`). */
     readonly tag: string,
+    /**
+     * Room grew in the mirror: the scheduler must look at its waiters again (the store's
+     * `onChange`). Every path that lowers `others` ends here, so no answer from Redis can show
+     * room without a pass following it (issue 22, defect 1: a grant's answer that showed another
+     * replica's silent release refreshed the mirror and nothing looked again — its waiters sat
+     * until their queue timeout, since every later read found nothing "freed").
+     */
+    readonly lookAgain: () => void = () => {},
   ) {}
+
+  /**
+   * Runs `lookAgain` once, after this event-loop turn's continuations (a refused grant's waiter
+   * is back in its queue by then, so the pass sees it), however many answers showed room.
+   */
+  lookAgainSoon(): void {
+    if (this.#looking) return;
+    this.#looking = true;
+    setImmediate(() => {
+      this.#looking = false;
+      this.lookAgain();
+    });
+  }
 
   /** Remembers that `budget` is stored under `key`; returns it. */
   track<B extends ConcurrencyBudget | AdmissionBudget | AccountBudget | FleetKeyBudget>(
@@ -168,8 +191,8 @@ export class FleetMirror {
   }
 
   /**
-   * What the other replicas hold on each budget, as a script just read it; true when room grew.
-   * The answer and the release messages travel on different connections, so a release heard
+   * What the other replicas hold on each budget, as a script just read it; true when room grew,
+   * and then the waiters are looked at again (`lookAgainSoon`). The answer and the release messages travel on different connections, so a release heard
    * while the script was under way may already be in the answer or not: it is discounted
    * (`heardBefore`, from `heard()` when the script was sent). Erring low is safe — the next
    * grant asks Redis anyway — while erring high would leave a waiter with room waiting.
@@ -191,6 +214,7 @@ export class FleetMirror {
       if (others < b.others) freed = true;
       b.others = others;
     });
+    if (freed) this.lookAgainSoon();
     return freed;
   }
 

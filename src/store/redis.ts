@@ -99,7 +99,7 @@ export class RedisStore implements Store {
     this.#replicas = options.expectedReplicas ?? 2;
     const tag = `{${prefix}}`;
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
-    this.#mirror = new FleetMirror(tag);
+    this.#mirror = new FleetMirror(tag, () => this.#changes.emit()); // room grew: look again
     this.#rates = new FleetRates(tag);
     [this.#client, this.#subscriber] = fleetConnections(options.url, this.#ttlMs);
     this.#batched = turnPipelined(this.#client, () => {
@@ -257,14 +257,14 @@ export class RedisStore implements Store {
     const granted = (reply[0] as number) > 0;
     this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
     const others = reply.slice(1, 1 + fleet.keys.length) as number[];
-    const freed = this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard);
+    this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard); // room grew: it looks again
     if (!granted) {
       // Better waiters on other replicas (last in a ranked answer): leave their room too.
       if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
       const gave = unsent || this.#releases.given !== given;
       // A release heard while it was asked ran its pass while this call held its local take: look again.
       const missed = this.#mirror.heardSince(fleet.keys, heard);
-      if (freed || gave || missed) setImmediate(() => this.#changes.emit()); // after the requeue
+      if (gave || missed) this.#mirror.lookAgainSoon(); // after the requeue
       this.#resync.answered();
       return false;
     }
@@ -335,12 +335,12 @@ export class RedisStore implements Store {
       const wasDown = this.#mode !== "connected";
       this.#ok();
       if (rewrite !== undefined) this.#resync.done(rewrite, true);
-      // The polling fallback: room freed by a release whose message was lost, or by a replica
-      // whose lease expired, is seen here at the latest.
-      const freed = this.#mirror.setOthers(budgets, reply.slice(2), keys, heard);
+      // The polling fallback: room freed by a lost release message or an expired lease is seen
+      // here at the latest, and every full heartbeat looks at the waiters (no waiter outwaits one).
+      this.#mirror.setOthers(budgets, reply.slice(2), keys, heard); // room grew: it looks again
       if (full)
         await Promise.all([this.#rates.refresh(this.#link), this.#waiters.write(true), this.#pods.load()]);
-      if (wasDown || reply[0] === 1 || freed) this.#changes.emit();
+      if (wasDown || reply[0] === 1 || full) this.#changes.emit();
     } catch {
       this.#failed();
       if (rewrite !== undefined) this.#resync.done(rewrite, false);
