@@ -8,6 +8,12 @@
  * them back, aging is reflected at the latest then). A count that went down publishes on the
  * waiters channel: a replica that held back for those waiters looks again at once. The fields
  * of a dead replica stop counting with its lease, as its calls do.
+ *
+ * A replica that waits also looks at the fleet again when the soonest lease of another replica
+ * ends (each write's answer says when, in Redis time): a replica killed while holding slots
+ * publishes nothing, and its slots count until its lease ends, so that is when the waiters here
+ * can have them — not up to a heartbeat (`lease_ttl_s ÷ 3`) later (issue 22, defect 2). A live
+ * replica renews its lease before then, and the look only finds the lease moved on.
  */
 import type { Budget } from "../core/budget.js";
 import type { Lane } from "../core/lane.js";
@@ -22,28 +28,51 @@ export type ClassCounts = [number, number, number];
 /** Where the counts come from: the Governor's lanes and the grants it is confirming. */
 export type WaitingSource = () => Iterable<[Budget, ClassCounts]>;
 
+/** How long after a lease's end (Redis time) the look at the fleet goes: past it, not at it. */
+const LEASE_END_MARGIN_MS = 5;
+
 export class FleetWaiters {
   #source: WaitingSource | null = null;
   /** What Redis has from this replica, per waiters key ("i d b"). */
   readonly #sent = new Map<string, string>();
   #scheduled = false;
+  /** The look at the fleet when another replica's lease ends, and when it is due (local ms). */
+  #leaseEnd: NodeJS.Timeout | undefined;
+  #leaseEndAt = Number.POSITIVE_INFINITY;
+  #stopped = false;
+  /** The channel a drop in the counts is published on (`{P}:waiters`). */
+  readonly channel: string;
+  /** The waiting index (`{P}:waiting`): releases publish only while another replica is in it. */
+  readonly indexKey: string;
+  /** The replicas' leases (`{P}:replicas`). */
+  readonly replicasKey: string;
 
   constructor(
     readonly link: FleetLink,
     /** The waiters key of a budget this store shares, or undefined. */
     readonly keyOf: (budget: Budget) => string | undefined,
-    /** The channel a drop in the counts is published on. */
-    readonly channel: string,
+    /** The hash tag every key starts with (`{prefix}`). */
+    tag: string,
     readonly ttlMs: number,
-    /** The waiting index (`{P}:waiting`): releases publish only while another replica is in it. */
-    readonly indexKey: string,
     /**
-     * This replica starts waiting: releases sent before its index entry was written published
-     * nothing, so the fleet's counts are read again. Called right after the advertisement is
-     * sent, on the same connection: Redis runs the read after the entry is in.
+     * Re-reads the fleet's counts (the store's heartbeat script without the rest). Called as this
+     * replica starts waiting — releases sent before its index entry was written published
+     * nothing; right after the advertisement is sent, on the same connection, so Redis runs the
+     * read after the entry is in — and when another replica's lease ends while it waits.
      */
-    readonly startedWaiting: () => void,
-  ) {}
+    readonly reRead: () => void,
+  ) {
+    this.channel = `${tag}:waiters`;
+    this.indexKey = `${tag}:waiting`;
+    this.replicasKey = `${tag}:replicas`;
+  }
+
+  /** The store closes: no more looks at leases' ends. */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#leaseEnd);
+    this.#leaseEnd = undefined;
+  }
 
   /** The Governor's waiting calls, read at each write. */
   watch(source: WaitingSource): void {
@@ -92,18 +121,39 @@ export class FleetWaiters {
     const sent = runScript(
       this.link.client,
       "advertise",
-      [this.indexKey, ...keys],
+      [this.indexKey, this.replicasKey, ...keys],
       [this.link.replica, this.channel, this.ttlMs, now.size > 0 ? "1" : "0", ...values],
     );
-    if (started) this.startedWaiting();
+    if (started) this.reRead();
     try {
-      await sent;
+      const answer = (await sent) as [number, number];
+      if (now.size > 0) this.#lookAtLeaseEnd(Number(answer[1]));
     } catch {
       // Not written: the next write sends these again (the heartbeat writes all of them).
       this.#sent.clear();
       for (const [key, value] of before) this.#sent.set(key, value);
       this.link.failed();
     }
+  }
+
+  /**
+   * Another replica's lease ends in `inMs` (-1: there is none): look at the fleet just after, if
+   * this replica still waits then — unless an earlier look is set already.
+   */
+  #lookAtLeaseEnd(inMs: number): void {
+    if (inMs < 0 || this.#stopped) return;
+    const at = Date.now() + inMs + LEASE_END_MARGIN_MS;
+    if (this.#leaseEnd !== undefined && this.#leaseEndAt <= at) return;
+    clearTimeout(this.#leaseEnd);
+    this.#leaseEndAt = at;
+    this.#leaseEnd = setTimeout(() => {
+      this.#leaseEnd = undefined;
+      this.#leaseEndAt = Number.POSITIVE_INFINITY;
+      if (this.#sent.size === 0 || this.#stopped) return; // nobody waits here any more
+      this.reRead(); // the counts, without the dead replica's calls
+      void this.write(true); // and the next lease's end
+    }, inMs + LEASE_END_MARGIN_MS);
+    this.#leaseEnd.unref();
   }
 }
 

@@ -122,9 +122,7 @@ export class RedisStore implements Store {
     this.#pods = new FleetPods(link, tag, `${tag}:pods`);
     this.onPodState = this.#pods.onState;
     const waitKey = (budget: Budget) => this.#mirror.waitKey(budget);
-    this.#waiters = new FleetWaiters(link, waitKey, `${tag}:waiters`, this.#ttlMs, `${tag}:waiting`, () =>
-      this.#beat(false),
-    );
+    this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#beat(false));
     this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
     this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
     const [mirror, releases, resync, policy] = [this.#mirror, this.#releases, this.#resync, this.#policy];
@@ -161,6 +159,7 @@ export class RedisStore implements Store {
   /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    this.#waiters.stop(); // and its look at the fleet when another replica's lease ends
     await this.#releases.flush(); // the last releases reach Redis before the connection closes
     this.#subscriber.disconnect();
     await this.#client.quit().catch(() => this.#client.disconnect());

@@ -12,7 +12,9 @@
  * fails the "granted promptly" bound below; 30 rounds on the same replicas let the race show.
  */
 import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
 import { after, describe, test } from "node:test";
+import type { Redis } from "ioredis";
 import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
@@ -21,7 +23,8 @@ import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-hel
 
 const stores: RedisStore[] = [];
 const prefixes: string[] = [];
-after(() => closeAndClean(stores, prefixes, null));
+let cleaner: Redis | null = null;
+after(() => closeAndClean(stores, prefixes, cleaner));
 
 const options: GovernorOptions = {
   lanes: {
@@ -36,11 +39,62 @@ const options: GovernorOptions = {
   },
 };
 
-async function replica(prefix: string, name: string): Promise<{ store: RedisStore; gov: Governor }> {
-  const store = new RedisStore({ url: REDIS_URL, prefix, replica: name, leaseTtlMs: 15_000 });
+async function replica(
+  prefix: string,
+  name: string,
+  leaseTtlMs = 15_000,
+  lanes = options.lanes,
+): Promise<{ store: RedisStore; gov: Governor }> {
+  const store = new RedisStore({ url: REDIS_URL, prefix, replica: name, leaseTtlMs });
   stores.push(store);
   await store.start();
-  return { store, gov: new Governor({ ...options, store }) };
+  return { store, gov: new Governor({ lanes, store }) };
+}
+
+const HOLDER = new URL("./fleet-holder.ts", import.meta.url).pathname;
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
+/** A replica in its own process (`fleet-holder.ts`) holding `take` slots on lane "chat"; resolves once it holds them. */
+async function holder(
+  prefix: string,
+  name: string,
+  leaseTtlMs: number,
+  lanes: GovernorOptions["lanes"],
+  take: number,
+) {
+  const args = JSON.stringify({ url: REDIS_URL, prefix, replica: name, leaseTtlMs, lanes, take });
+  const child = spawn(process.execPath, ["--import", "tsx", HOLDER, args], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let out = "";
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes("held")) resolve();
+    });
+    child.stderr!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.once("exit", (code) =>
+      reject(new Error(`holder ${name} exited (${code}) before holding:\n${out}`)),
+    );
+  });
+  return child;
+}
+
+/** Waits until `replica`'s lease in Redis is renewed (its score moves), so a kill now leaves it a full TTL. */
+async function justRenewed(redis: Redis, prefix: string, replica: string): Promise<void> {
+  const key = `{${prefix}}:replicas`;
+  const first = await redis.zscore(key, replica);
+  const end = Date.now() + 30_000;
+  while ((await redis.zscore(key, replica)) === first) {
+    if (Date.now() > end) throw new Error(`${replica}'s lease was not renewed`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 /** Resolves with how long `p` took, or rejects naming `what` after `ms`. */
@@ -91,5 +145,40 @@ describe("fleet liveness: a waiter is granted once the fleet has room", () => {
       await b.store.heartbeat(); // B hears A's releases before the next round
     }
     assert.deepEqual(stuck, [], "every round's six granted promptly");
+  });
+
+  test("a replica killed with SIGKILL: the survivor's waiters get its slots within lease_ttl_s of the kill (3 kills)", async (t) => {
+    const redis = await redisOrSkip(t);
+    if (redis === null) return;
+    cleaner = redis;
+    const prefix = uniquePrefix();
+    prefixes.push(prefix);
+    const ttlMs = 3_000;
+    // Longer than the lease, as the issue's: no call may time out while a dead replica's slots come back.
+    const lanes = { chat: { ...options.lanes!.chat!, queueTimeoutMs: ttlMs + 1_500 } };
+    // Three replicas in their own processes hold 2 slots each: the lane (6) is full.
+    const held = await Promise.all(["h1", "h2", "h3"].map((name) => holder(prefix, name, ttlMs, lanes, 2)));
+    const late: string[] = [];
+    const leases: Lease[] = [];
+    for (const [i, child] of held.entries()) {
+      // A survivor whose heartbeat comes half an interval after the holder's: a survivor that
+      // only heard of the lease's end at its heartbeat would grant about 500 ms late.
+      await justRenewed(redis, prefix, `h${i + 1}`);
+      await new Promise((r) => setTimeout(r, ttlMs / 6));
+      const survivor = await replica(prefix, `s${i + 1}`, ttlMs, lanes);
+      // Two calls queue at the survivor (the lane is full), then the holder dies.
+      const calls = [survivor.gov.acquire("chat"), survivor.gov.acquire("chat")];
+      const first = Promise.race(calls).then(() => Date.now());
+      await justRenewed(redis, prefix, `h${i + 1}`);
+      child.kill("SIGKILL");
+      const killed = Date.now();
+      // Neither times out (queue timeout ttl + 1.5 s): both are granted as the lease ends.
+      leases.push(...(await Promise.all(calls)));
+      const after = (await first) - killed;
+      // The lease ends at most ttl after the kill; then a re-read and a grant (two round trips).
+      if (after > ttlMs + 300) late.push(`kill ${i + 1}: first grant ${after} ms after the kill`);
+    }
+    for (const l of leases) l.release();
+    assert.deepEqual(late, [], `every first grant within ${ttlMs} ms + 300 ms of the kill`);
   });
 });
