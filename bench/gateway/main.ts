@@ -20,7 +20,7 @@
  *                 thread, a 429 rule past the queue) and bare proxy (a counter bound), and
  *                 two more pods that hold every call (the "refusals alone" run)
  *
- * Flags: --quick (short runs), --only=a,b,c,d, --targets=direct,sluice,haproxy,bare,lean,
+ * Flags: --quick (short runs), --only=a,b,c,d,e, --targets=direct,sluice,haproxy,bare,lean,
  * --loads=2,10 ((c) multiples), --storm-loads=8,16 ((d) multiples), --storm-log=info (sluice's
  * log level in (d)), --lean (add the bare proxy on undici's handler API, see
  * bare-proxy.ts), --profile (sluice under --cpu-prof; summary printed), --node-loadgen (never
@@ -58,6 +58,7 @@ import type {
 } from "./protocol.js";
 import { type Row, renderReport, writeDoc } from "./report.js";
 import { renderStorm, type StormRow } from "./report-storm.js";
+import { tpmCpuSection } from "./tpm-cpu.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -65,7 +66,8 @@ const args = new Set(process.argv.slice(2));
 if (args.has("--help") || args.has("-h")) {
   console.log(`npm run bench:gateway -- [flags]   (docs/bench-gateway.md)
 
-  --only=a,b,c,d        scenarios: (a) zero service time, (b) streamed, (c) overload, (d) retry storm
+  --only=a,b,c,d,e      scenarios: (a) zero service time, (b) streamed, (c) overload, (d) retry storm,
+                        (e) a tpm lane's CPU per answer vs without, and the tokenizer per KB
   --targets=LIST        direct,sluice,unpaced,haproxy,bare,lean (default: all that apply)
   --loads=2,10          (c) load multiples of capacity
   --storm-loads=8,16    (d) storm connections as multiples of the 16 slots
@@ -81,7 +83,7 @@ if (args.has("--help") || args.has("-h")) {
 const only = [...args]
   .find((a) => a.startsWith("--only="))
   ?.slice(7)
-  .split(",") ?? ["a", "b", "c", "d"];
+  .split(",") ?? ["a", "b", "c", "d", "e"];
 const QUICK = args.has("--quick");
 const onlyTargets = [...args]
   .find((a) => a.startsWith("--targets="))
@@ -891,9 +893,13 @@ async function main(): Promise<void> {
             log: STORM_LOG,
             holdServiceMs: HOLD_SERVICE_MS,
           });
-    const full = stormReport === "" ? report : `${report}\n${stormReport}`;
+    // (e) runs its own sluice, pods and load generator (tpm-cpu.ts).
+    const tpmReport = only.includes("e")
+      ? await tpmCpuSection({ cli: built ? CLI : undefined, quick: QUICK, log })
+      : "";
+    const full = [report, stormReport, tpmReport].filter((part) => part !== "").join("\n");
     process.stdout.write(`${full}\n`);
-    const whole = only.length === 4 && onlyTargets === undefined && !loadsArg && !stormLoadsArg;
+    const whole = only.length === 5 && onlyTargets === undefined && !loadsArg && !stormLoadsArg;
     if (!args.has("--no-doc") && !QUICK && whole) writeDoc(join(root, "docs", "bench-gateway.md"), full);
 
     // Each sluice writes its CPU profile as it exits.
