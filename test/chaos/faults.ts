@@ -1,0 +1,130 @@
+/**
+ * The fault catalogue: each entry injects one fault into the running fleet and lifts it again,
+ * with its parameters drawn from the run's generator, and returns what it did and when. The
+ * bound each fault is held to is in `bounds.ts`; this file only breaks things.
+ */
+import { writeFile } from "node:fs/promises";
+import type { TcpProxy } from "../store/tcp-proxy.js";
+import { now } from "./ledger.js";
+import type { Rng } from "./random.js";
+import type { ChaosRedis } from "./redis.js";
+import type { Replica } from "./replicas.js";
+import type { FleetShape } from "./shape.js";
+
+export const FAULT_KINDS = [
+  "replica-kill",
+  "pause-short",
+  "pause-long",
+  "redis-restart",
+  "redis-stop",
+  "redis-flushall",
+  "redis-sleep",
+  "redis-maxmemory",
+  "proxy-drop",
+  "proxy-blackhole",
+  "sighup",
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface FaultRecord {
+  readonly kind: FaultKind;
+  /** What it hit and how: "replica 1 for 4.2 s". */
+  readonly detail: string;
+  /** The replica slot it hit, when it hit one. */
+  readonly replica?: number;
+  readonly startAt: number;
+  /** When the fault was lifted (the process resumed or restarted, Redis back, the proxy passing). */
+  readonly liftedAt: number;
+}
+
+/** What a fault may touch. */
+export interface FaultTarget {
+  readonly shape: FleetShape;
+  readonly redis: ChaosRedis;
+  readonly replicas: readonly Replica[];
+  /** The proxy between replica i and Redis. */
+  readonly proxies: readonly TcpProxy[];
+  /** Replica i's config with a harmless setting changed (`variant`), for a reload. */
+  configFor(replica: number, variant: number): string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function inject(kind: FaultKind, target: FaultTarget, rng: Rng): Promise<FaultRecord> {
+  const startAt = now();
+  const lease = target.shape.leaseTtlMs;
+  const up = target.replicas.filter((r) => r.state === "up");
+  const replica = up.length > 0 ? rng.pick(up) : target.replicas[0]!;
+  const done = (detail: string, hit?: number): FaultRecord => ({
+    kind,
+    detail,
+    ...(hit === undefined ? {} : { replica: hit }),
+    startAt,
+    liftedAt: now(),
+  });
+  switch (kind) {
+    case "replica-kill": {
+      const downMs = rng.between(300, 2000);
+      await replica.kill();
+      await sleep(downMs);
+      await replica.start();
+      return done(`replica ${replica.index} SIGKILL, restarted after ${s(downMs)}`, replica.index);
+    }
+    case "pause-short":
+    case "pause-long": {
+      const ms = kind === "pause-short" ? rng.between(0.2, 0.6) * lease : rng.between(1.3, 2) * lease;
+      replica.pause();
+      await sleep(ms);
+      replica.resume();
+      return done(`replica ${replica.index} SIGSTOP for ${s(ms)} (lease ${s(lease)})`, replica.index);
+    }
+    case "redis-restart":
+      await target.redis.kill();
+      await target.redis.start();
+      return done("Redis SIGKILL and started again at once, empty");
+    case "redis-stop": {
+      const ms = rng.between(1500, 5000);
+      await target.redis.kill();
+      await sleep(ms);
+      await target.redis.start();
+      return done(`Redis down for ${s(ms)}, back empty`);
+    }
+    case "redis-flushall":
+      await target.redis.with((c) => c.flushall());
+      return done("FLUSHALL");
+    case "redis-sleep": {
+      const secs = Math.round(rng.between(1, 7) * 10) / 10;
+      await target.redis.with((c) => c.call("DEBUG", "SLEEP", String(secs))).catch(() => {});
+      return done(`DEBUG SLEEP ${secs} s`);
+    }
+    case "redis-maxmemory": {
+      const ms = rng.between(1000, 4000);
+      await target.redis.with((c) => c.config("SET", "maxmemory", "1"));
+      await sleep(ms);
+      await target.redis.with((c) => c.config("SET", "maxmemory", "0"));
+      return done(`maxmemory 1 B (writes refused, OOM) for ${s(ms)}`);
+    }
+    case "proxy-drop":
+      target.proxies[replica.index]!.drop();
+      return done(`replica ${replica.index}'s Redis connections reset`, replica.index);
+    case "proxy-blackhole": {
+      const ms = rng.between(1000, 7000);
+      const proxy = target.proxies[replica.index]!;
+      proxy.hold();
+      await sleep(ms);
+      proxy.drop(); // what a blackhole ends in: the connections time out and are made anew
+      return done(
+        `replica ${replica.index}'s Redis traffic blackholed for ${s(ms)}, then reset`,
+        replica.index,
+      );
+    }
+    case "sighup": {
+      await writeFile(replica.configPath, target.configFor(replica.index, rng.int(0, 1)));
+      replica.reload();
+      return done(`replica ${replica.index} SIGHUP (queue_timeout_s rewritten)`, replica.index);
+    }
+  }
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
