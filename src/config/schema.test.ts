@@ -19,6 +19,8 @@ describe("parseConfig", () => {
       queueTimeoutMs: 30_000,
       maxBodyBytes: 20 * 2 ** 20,
       maxBufferedBytes: 256 * 2 ** 20,
+      maxJsonDepth: 64,
+      maxJsonValues: 500_000,
       headerTimeoutMs: 10_000,
       bodyTimeoutMs: 30_000,
       drainTimeoutMs: 30_000,
@@ -40,6 +42,7 @@ describe("parseConfig", () => {
       tpm: 400_000,
       tpmReserve: 12_500, // the reserve share: 1 of 32 slots
       defaultMaxTokens: 4096,
+      imageTokens: 1445,
       fallback: "qwen3-8b",
       upstreamApiKeyEnv: "QWEN_API_KEY",
       mode: "enforce",
@@ -88,6 +91,7 @@ describe("parseConfig", () => {
         upstreamTimeoutMs: 60_000,
         streamIdleTimeoutMs: 30_000,
         defaultMaxTokens: 4096,
+      imageTokens: 1445,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
         breaker: {

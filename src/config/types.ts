@@ -64,6 +64,10 @@ export interface AdmissionConfig {
   readonly queueTimeoutMs: number;
   readonly maxBodyBytes: number;
   readonly maxBufferedBytes: number;
+  /** A JSON body nesting deeper is refused 400 while it is read (json-guard.ts). */
+  readonly maxJsonDepth: number;
+  /** A JSON body holding more values (objects, arrays, strings, numbers, literals) is refused 400. */
+  readonly maxJsonValues: number;
   readonly headerTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   /** After SIGTERM, calls still running this long are cut and the gateway closes. */
@@ -120,6 +124,8 @@ export interface ModelConfig {
   readonly rpmReserve?: number;
   /** What a request without `max_tokens` / `max_completion_tokens` reserves for its answer. */
   readonly defaultMaxTokens: number;
+  /** What one image of unknown size reserves on the token budgets; the tile formula is scaled by it. */
+  readonly imageTokens: number;
   /** Another model's name, used when every pod of this one is tripped or quota-paused. */
   readonly fallback?: string;
   /** Name of the environment variable holding the upstream key; never the key itself. */

@@ -73,6 +73,14 @@ export const DEFAULTS = {
     maxQueued: 0,
     maxBodyBytes: 20 * MiB,
     maxBufferedBytes: 256 * MiB,
+    /**
+     * `admission.max_json_depth` / `max_json_values`: the bounded parse of a JSON body (issue 21).
+     * 64 levels hold any real request (a tool's schema nested 30 deep); 500 000 values hold
+     * OpenAI's largest embeddings call (300 000 token ids in up to 2048 lists) while bounding
+     * `JSON.parse` to ~80 ms and ~32 MB for the worst shape (`[{},{},…]`).
+     */
+    maxJsonDepth: 64,
+    maxJsonValues: 500_000,
     headerTimeoutMs: 10_000,
     bodyTimeoutMs: 30_000,
     /** A model's `upstream_timeout_s`: a pod's answer must start (status and headers) within it. */
@@ -87,6 +95,8 @@ export const DEFAULTS = {
      * out cannot dodge them.
      */
     defaultMaxTokens: 4096,
+    /** A model's `image_tokens`: the most one image costs (OpenAI's tile formula, gpt-4o: 8 tiles). */
+    imageTokens: 1445,
     /** A model's `max_concurrent_requests`, and a pod's `max_inflight`, when nothing says otherwise. */
     maxInflight: 32,
     /** A client key is capped at `default` unless the config lets it ask for `interactive`. */

@@ -19,6 +19,7 @@ import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { Authenticator, Caller } from "./auth.js";
 import type { BufferBudget } from "./buffer-budget.js";
 import { type HttpError, unknownModel } from "./http-error.js";
+import type { JsonGuard } from "./json-guard.js";
 import type { ShadowLane } from "./shadow.js";
 import type { Upstreams } from "./upstreams.js";
 import type { TokenUsage } from "./usage.js";
@@ -126,9 +127,14 @@ export class RequestContext {
   body: Buffer | null = null;
   /** Bytes charged to the gateway's buffer budget, given back by settle. */
   bodyBytes = 0;
+  /** The bounded scan of a buffered JSON body (its top-level `model` read on the way); null otherwise. */
+  json: JsonGuard | null = null;
   /** `stream: true` in the body (SSE answer). */
   stream = false;
-  /** The token estimate the token budgets reserve: prompt + max_tokens (or the model's default); 0 for a body streamed through. */
+  /**
+   * The token estimate the token budgets reserve: prompt + the output bound (or the model's
+   * default); 0 off a token budget's path (those bodies may stream through: read-body.ts).
+   */
   tokens = 0;
   /** The prompt's part of it (a stream that reports no usage is reconciled with this + what it streamed). */
   promptTokens = 0;

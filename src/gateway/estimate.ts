@@ -1,17 +1,20 @@
 /**
- * A request's token estimate (issue 10): what its lane's and account's token budgets (`tpm`)
- * reserve at the grant — the prompt's tokens plus the most the answer may take
- * (`max_completion_tokens`, else `max_tokens`, else the model's `default_max_tokens`, so leaving
- * them out cannot dodge a budget). Embeddings count their input only. The answer's `usage`
- * replaces it at the end (reconcile).
+ * A request's token estimate (issues 10 and 21): what its lane's and account's token budgets
+ * (`tpm`) reserve at the grant — the prompt's tokens plus the most the answer may take
+ * (`max_completion_tokens`, else `max_tokens`, else `max_output_tokens`, else the model's
+ * `default_max_tokens`, so leaving them out cannot dodge a budget; times `n` when several choices
+ * are asked for). Embeddings count their input only. The answer's `usage` replaces it at the end
+ * (reconcile).
  *
- * Prompt tokens come from a real tokenizer for OpenAI-style bodies (chat `messages`, completion
- * `prompt`, embedding `input`): `gpt-tokenizer`'s `o200k_base`, the encoding of OpenAI's current
- * models (docs/config.md says why this package). Text past {@link TOKENIZED_CHARS} characters, and
- * any other body, counts characters ÷ 4: tokenizing is synchronous, and one huge body must not
- * hold the event loop (64 K characters take about 6 ms).
+ * The prompt is everything the provider bills as input, wherever the body puts it (messages,
+ * tools, response_format, images, audio: {@link promptTokens}). Text is counted with a real
+ * tokenizer, `gpt-tokenizer`'s `o200k_base`, the encoding of OpenAI's current models
+ * (docs/config.md says why this package), over the first {@link TOKENIZED_CHARS} characters;
+ * tokenizing is synchronous, and one huge body must not hold the event loop (64 K characters take
+ * about 6 ms), so the rest is measured instead ({@link tailTokens}: CJK is not under-counted).
  */
 import { createRequire } from "node:module";
+import { audioTokens, fileTokens, IMAGE_TOKENS_DEFAULT, imageTokens } from "./estimate-media.js";
 
 type CountTokens = (text: string) => number;
 let tokenizer: CountTokens | undefined;
@@ -30,7 +33,7 @@ export function loadTokenizer(): CountTokens {
 
 const countTokens = (text: string): number => (tokenizer ?? loadTokenizer())(text);
 
-/** Characters of a request's text run through the tokenizer; the rest count characters ÷ 4. */
+/** Characters of a request's text run through the tokenizer; the rest is counted by {@link tailTokens}. */
 export const TOKENIZED_CHARS = 64 * 1024;
 /** OpenAI's per-message overhead in a chat prompt (role and separators), in tokens. */
 const PER_MESSAGE = 4;
@@ -38,46 +41,179 @@ const PER_MESSAGE = 4;
 /** The rough rule for text the tokenizer does not see: 4 characters per token. */
 export const charsToTokens = (chars: number): number => Math.ceil(chars / 4);
 
-/** Tokens of `text`: the tokenizer over the first {@link TOKENIZED_CHARS} characters, ÷ 4 beyond. */
-export function textTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (text.length <= TOKENIZED_CHARS) return countTokens(text);
-  return countTokens(text.slice(0, TOKENIZED_CHARS)) + charsToTokens(text.length - TOKENIZED_CHARS);
+/**
+ * Tokens of text past {@link TOKENIZED_CHARS}, from its length in characters and UTF-8 bytes (both
+ * cheap: `Buffer.byteLength` is native): ASCII at 4 characters a token, and 3/8 of a token for each
+ * byte a character takes past its first, so a CJK character (3 bytes) counts 1 token — o200k_base
+ * takes 0.68 (simplified) to 0.90 (traditional Chinese) tokens per CJK character, where bytes ÷ 4
+ * would give 0.75 — and at least the tokens per character the tokenized head had.
+ */
+export function tailTokens(chars: number, bytes: number, headRatio: number): number {
+  return Math.ceil(Math.max(chars * headRatio, chars / 4 + (3 * (bytes - chars)) / 8));
 }
 
-/** The text of a chat message's `content`: a string, or the `text` parts of a list. */
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let text = "";
-  for (const part of content)
-    if (part !== null && typeof part === "object" && typeof (part as { text?: unknown }).text === "string")
-      text += (part as { text: string }).text;
-  return text;
-}
+/**
+ * Text of a request, added piece by piece: the first {@link TOKENIZED_CHARS} characters are
+ * tokenized in one call at the end, the rest only measured ({@link tailTokens}).
+ */
+class TextCount {
+  readonly #head: string[] = [];
+  #headChars = 0;
+  #tailChars = 0;
+  #tailBytes = 0;
 
-/** A prompt or input: a string, a list of strings, or token ids (counted as they are). */
-function inputTokens(input: unknown): number {
-  if (typeof input === "string") return textTokens(input);
-  if (!Array.isArray(input)) return 0;
-  if (input.every((x) => typeof x === "number")) return input.length;
-  let n = 0;
-  for (const item of input) n += inputTokens(item);
-  return n;
-}
-
-/** The prompt's tokens of an OpenAI-style body; characters ÷ 4 of the whole body for any other. */
-export function promptTokens(body: Record<string, unknown>, bodyBytes: number): number {
-  if (Array.isArray(body.messages)) {
-    let text = "";
-    for (const m of body.messages) {
-      if (m !== null && typeof m === "object") text += contentText((m as { content?: unknown }).content);
+  add(text: string): void {
+    const room = TOKENIZED_CHARS - this.#headChars;
+    if (text.length <= room) {
+      this.#head.push(text);
+      this.#headChars += text.length;
+      return;
     }
-    return textTokens(text) + PER_MESSAGE * body.messages.length;
+    if (room > 0) {
+      this.#head.push(text.slice(0, room));
+      this.#headChars = TOKENIZED_CHARS;
+    }
+    const tail = room > 0 ? text.slice(room) : text;
+    this.#tailChars += tail.length;
+    this.#tailBytes += Buffer.byteLength(tail, "utf8");
   }
-  if (body.prompt !== undefined) return inputTokens(body.prompt);
-  if (body.input !== undefined) return inputTokens(body.input);
-  return charsToTokens(bodyBytes);
+
+  tokens(): number {
+    if (this.#headChars === 0) return 0;
+    const head = countTokens(this.#head.length === 1 ? this.#head[0]! : this.#head.join(""));
+    if (this.#tailChars === 0) return head;
+    return head + tailTokens(this.#tailChars, this.#tailBytes, head / this.#headChars);
+  }
+}
+
+/** Tokens of `text`: the tokenizer over the first {@link TOKENIZED_CHARS} characters, {@link tailTokens} beyond. */
+export function textTokens(text: string): number {
+  const count = new TextCount();
+  count.add(text);
+  return count.tokens();
+}
+
+/** What media cost on a model (its `image_tokens`); see estimate-media.ts. */
+export interface MediaCosts {
+  readonly imageTokens: number;
+}
+const DEFAULT_COSTS: MediaCosts = { imageTokens: IMAGE_TOKENS_DEFAULT };
+
+/** Top-level members that are settings of the call, not input the provider bills. */
+const SETTINGS = new Set([
+  "model",
+  "stream",
+  "stream_options",
+  "max_tokens",
+  "max_completion_tokens",
+  "max_output_tokens",
+  "n",
+  "temperature",
+  "top_p",
+  "seed",
+  "stop",
+  "user",
+  "metadata",
+  "store",
+  "service_tier",
+  "logprobs",
+  "top_logprobs",
+  "logit_bias",
+  "presence_penalty",
+  "frequency_penalty",
+  "parallel_tool_calls",
+  "modalities",
+  "reasoning_effort",
+  "encoding_format",
+  "dimensions",
+]);
+/** Members that name a kind (a role, a part's type, an image's detail), not text, when short. */
+const LABELS = new Set(["role", "type", "detail", "format"]);
+const LABEL_CHARS = 64;
+/** Members holding media payloads (base64, data URLs): counted by their part's formula, not as text. */
+const PAYLOADS = new Set(["url", "image_url", "data", "file_data"]);
+/** Members of the OpenAI-style bodies whose input is walked; a body with none counts its bytes ÷ 4. */
+const INPUTS = ["messages", "prompt", "input", "instructions", "tools", "functions"];
+
+/**
+ * The prompt's tokens of an OpenAI-style body — everything a provider bills as input: every string
+ * of `messages` (all content parts, `name`s, assistant `tool_calls` and their arguments,
+ * `refusal`), `prompt`/`input` (token ids count one each), `instructions`, `tools` and `functions`
+ * (names, descriptions, parameter schemas), `response_format`'s schema, any other member that is
+ * not a setting ({@link SETTINGS}); 4 per message; images and audio by their formulas
+ * (estimate-media.ts). Any other body counts its bytes ÷ 4.
+ *
+ * The walk is iterative (an explicit stack), so a deep body costs no call stack: its depth is
+ * bounded by the JSON guard before it is parsed, and the sim's provider reuses this unguarded.
+ */
+export function promptTokens(
+  body: Record<string, unknown>,
+  bodyBytes: number,
+  costs: MediaCosts = DEFAULT_COSTS,
+): number {
+  if (!INPUTS.some((k) => body[k] !== undefined)) return charsToTokens(bodyBytes);
+  const text = new TextCount();
+  let tokens = 0;
+  // Parallel stacks: the value, the member it is (or is inside a list of), and whether numbers
+  // in it are token ids (under `prompt` or `input`).
+  const values: unknown[] = [];
+  const keys: string[] = [];
+  const ids: boolean[] = [];
+  const members = Object.keys(body);
+  for (let i = members.length - 1; i >= 0; i--) {
+    const k = members[i]!;
+    if (SETTINGS.has(k)) continue;
+    values.push(body[k]);
+    keys.push(k);
+    ids.push(k === "prompt" || k === "input");
+  }
+  while (values.length > 0) {
+    const value = values.pop();
+    const key = keys.pop()!;
+    const tokenIds = ids.pop()!;
+    if (typeof value === "string") {
+      if (LABELS.has(key) && value.length <= LABEL_CHARS) continue;
+      if (PAYLOADS.has(key) && (key === "data" || key === "file_data" || value.startsWith("data:"))) continue;
+      text.add(value);
+    } else if (typeof value === "number") {
+      if (tokenIds) tokens++;
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) {
+        values.push(value[i]);
+        keys.push(key);
+        ids.push(tokenIds);
+      }
+    } else if (value !== null && typeof value === "object") {
+      const o = value as Record<string, unknown>;
+      if (typeof o.role === "string") tokens += PER_MESSAGE;
+      tokens += mediaTokens(o, costs);
+      const inner = Object.keys(o);
+      for (let i = inner.length - 1; i >= 0; i--) {
+        values.push(o[inner[i]!]);
+        keys.push(inner[i]!);
+        ids.push(tokenIds);
+      }
+    }
+  }
+  return tokens + text.tokens();
+}
+
+/** The tokens of `o` when it is an image, audio or file part (0 otherwise); its payload is skipped as text. */
+function mediaTokens(o: Record<string, unknown>, costs: MediaCosts): number {
+  const type = o.type;
+  if (o.image_url !== undefined || type === "image_url" || type === "input_image" || type === "image") {
+    const image = o.image_url;
+    const inner =
+      image !== null && typeof image === "object" ? (image as Record<string, unknown>) : undefined;
+    return imageTokens(inner !== undefined ? inner.url : image, inner?.detail ?? o.detail, costs.imageTokens);
+  }
+  const audio = o.input_audio;
+  if (audio !== null && typeof audio === "object") {
+    const a = audio as Record<string, unknown>;
+    return audioTokens(a.data, a.format);
+  }
+  if (typeof o.file_data === "string") return fileTokens(o.file_data);
+  return 0;
 }
 
 /** True for a request whose answer is not generated text (embeddings): its input is all it costs. */
@@ -86,15 +222,16 @@ export function inputOnly(path: string): boolean {
 }
 
 /**
- * The estimate to reserve: prompt plus the answer's cap. `maxTokens` is the request's
- * `max_completion_tokens` / `max_tokens` (validated by the parse phase), undefined when it names
- * neither.
+ * The estimate to reserve: prompt plus the answer's cap for each choice. `maxTokens` is the
+ * request's output bound (validated by the parse phase), undefined when it names none; `choices`
+ * its `n` (OpenAI bills each choice's output).
  */
 export function estimateTokens(
   prompt: number,
   maxTokens: number | undefined,
   defaultMaxTokens: number,
   embeddings: boolean,
+  choices = 1,
 ): number {
-  return embeddings ? prompt : prompt + (maxTokens ?? defaultMaxTokens);
+  return embeddings ? prompt : prompt + (maxTokens ?? defaultMaxTokens) * choices;
 }

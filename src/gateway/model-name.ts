@@ -81,7 +81,15 @@ function isSpace(c: number): boolean {
 }
 
 function reserialised(body: Buffer, name: string): Buffer {
-  const value = JSON.parse(body.toString("utf8")) as Record<string, unknown>;
-  value.model = name;
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString("utf8"));
+  } catch {
+    // A body that is not JSON (an upload buffered for a token budget's estimate) is forwarded as
+    // it arrived, as if it had streamed through.
+    return body;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return body;
+  (value as Record<string, unknown>).model = name;
   return Buffer.from(JSON.stringify(value));
 }

@@ -1,43 +1,123 @@
 /**
- * Phase 4: take what admission needs from an OpenAI-style JSON body — `model`, `stream`,
- * `max_tokens`, and, only for a model with a token budget on its path (`metered.ts`), the token
- * estimate that budget reserves (`estimate.ts`) — and nothing else. The body is forwarded as
- * the bytes that arrived, never re-serialized. A body streamed through (lane known before it) is
- * not parsed.
+ * Phase 4: take what admission needs from a buffered body — `model`, `stream`, the output bound,
+ * and, only for a model with a token budget on its path (`metered.ts`), the token estimate that
+ * budget reserves (`estimate.ts`) — and nothing else. The body is forwarded as the bytes that
+ * arrived, never re-serialized. A body streamed through (read-body.ts says when) is not parsed.
  *
- * What bounds parsing is the body phase, not a permit count: Node's `JSON.parse` is synchronous,
- * so one body is parsed at a time by construction, and the bytes that can be waiting for it are
- * bounded by `max_body_bytes` per request and `max_buffered_bytes` for all of them.
+ * Where the lane was named decides what is read (issue 21):
+ * - by the body: `JSON.parse`, `body.model` is the lane;
+ * - by `X-Sluice-Model`: a JSON body's own `model`, when it has one, must be the same, else 400
+ *   naming both — the lane counted must be the model the pod runs. Off a token budget the
+ *   model is the one the JSON guard read while the body arrived, without `JSON.parse`;
+ * - by a route: the body is an API of its own; it is read only for a token budget's estimate.
+ * A body that is not JSON on a token budget's path is estimated from its size (bytes ÷ 4).
+ *
+ * What bounds parsing is the body phase: `max_body_bytes`, `max_buffered_bytes`, and the JSON
+ * guard's `max_json_depth` / `max_json_values`, checked before `JSON.parse` sees the body.
  */
+import type { ModelConfig } from "../../config/schema.js";
 import { type GatewayParts, type RequestContext, resolveModel } from "../context.js";
-import { estimateTokens, inputOnly, promptTokens } from "../estimate.js";
+import { charsToTokens, estimateTokens, inputOnly, promptTokens } from "../estimate.js";
 import { HttpError } from "../http-error.js";
+import { isJsonType } from "./read-body.js";
 
 export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
   const body = ctx.body;
   if (body === null) return true; // streamed through: the lane was named before the body
-  const parsed = parseRequestBody(body, ctx.req.headers["content-type"]);
-  ctx.lane = parsed.model;
-  const model = resolveModel(ctx, gw, "body.model");
-  ctx.stream = parsed.stream;
+  const named = ctx.model;
+  if (named === null) {
+    const parsed = parseRequestBody(body, ctx.req.headers["content-type"]);
+    ctx.lane = parsed.model;
+    return read(ctx, gw, resolveModel(ctx, gw, "body.model"), parsed);
+  }
+  const metered = gw.metered.has(named.name);
+  if (ctx.routed !== undefined) {
+    if (metered) read(ctx, gw, named, ctx.json === null ? null : routeBody(body));
+    return true;
+  }
+  // Named by X-Sluice-Model.
+  if (ctx.json === null) return read(ctx, gw, named, null); // not JSON: read only when metered
+  const top = ctx.json.topModel;
+  if (!metered && top.kind !== "unsure") {
+    if (top.kind === "string") sameModel(named, top.value);
+    return true;
+  }
+  const parsed = parseRequestBody(body, ctx.req.headers["content-type"], false);
+  if (parsed.model !== undefined) sameModel(named, parsed.model);
+  return read(ctx, gw, named, parsed);
+}
+
+/** Sets the stream flag and, on a token budget's path, the estimate (from the bytes when not JSON). */
+function read(ctx: RequestContext, gw: GatewayParts, model: ModelConfig, parsed: ParsedRequest | null): true {
+  if (parsed !== null) ctx.stream = parsed.stream;
   // Only a token budget reads the estimate (metered.ts); elsewhere the tokenizer is not run.
   if (!gw.metered.has(model.name)) return true;
-  const prompt = promptTokens(parsed.body, body.length);
+  const bytes = ctx.body!.length;
+  const prompt =
+    parsed === null
+      ? charsToTokens(bytes)
+      : promptTokens(parsed.body, bytes, { imageTokens: model.imageTokens });
   ctx.promptTokens = prompt;
-  ctx.tokens = estimateTokens(prompt, parsed.maxTokens, model.defaultMaxTokens, inputOnly(ctx.path));
+  ctx.tokens = estimateTokens(
+    prompt,
+    parsed?.maxTokens,
+    model.defaultMaxTokens,
+    inputOnly(ctx.path),
+    parsed?.choices ?? 1,
+  );
   return true;
 }
 
+/** A route's JSON body, parsed for its estimate; null (counted by its bytes) when it is not an object. */
+function routeBody(body: Buffer): ParsedRequest | null {
+  try {
+    return parseRequestBody(body, "application/json", false);
+  } catch {
+    return null;
+  }
+}
+
+/** 400: the lane named by `X-Sluice-Model` is not the model the body asks for. */
+export class ModelMismatchError extends HttpError {
+  constructor(
+    readonly headerModel: string,
+    readonly bodyModel: string,
+  ) {
+    super(
+      400,
+      "bad_request",
+      `X-Sluice-Model names "${headerModel}" but body.model names "${bodyModel}": a call is counted on ` +
+        "the lane of the model it runs, so send one of them, or the same name in both",
+      "header:x-sluice-model,body.model",
+    );
+  }
+}
+
+function sameModel(named: ModelConfig, bodyModel: string): void {
+  if (bodyModel !== named.name) throw new ModelMismatchError(named.name, bodyModel);
+}
+
 export interface ParsedRequest {
-  model: string;
+  /** `body.model`; undefined only when it was not required (the lane was named by a header). */
+  model: string | undefined;
   stream: boolean;
+  /** The output bound: `max_completion_tokens`, else `max_tokens`, else `max_output_tokens`. */
   maxTokens: number | undefined;
+  /** `n`: choices asked for, each bounded by `maxTokens`. */
+  choices: number;
   /** The parsed body, for the prompt's token count (`estimate.ts` `promptTokens`) where one is needed. */
   body: Record<string, unknown>;
 }
 
-export function parseRequestBody(body: Buffer, contentType: string | undefined): ParsedRequest {
-  if (contentType === undefined || !/^application\/(.+\+)?json\b/i.test(contentType)) {
+/** The output bounds a body may name, in the order they are read (the first one set wins). */
+const OUTPUT_BOUNDS = ["max_completion_tokens", "max_tokens", "max_output_tokens"] as const;
+
+export function parseRequestBody(
+  body: Buffer,
+  contentType: string | undefined,
+  modelRequired = true,
+): ParsedRequest {
+  if (!isJsonType(contentType)) {
     throw new HttpError(
       415,
       "unsupported_media_type",
@@ -60,28 +140,34 @@ export function parseRequestBody(body: Buffer, contentType: string | undefined):
     throw new HttpError(400, "bad_request", "the body must be a JSON object", "body");
   }
   const o = value as Record<string, unknown>;
-  if (typeof o.model !== "string" || o.model.length === 0) {
-    throw new HttpError(
-      400,
-      "bad_request",
-      "the body has no `model` (a non-empty string is required, or send X-Sluice-Model)",
-      "body.model",
-    );
+  const model = o.model;
+  if (modelRequired || model !== undefined) {
+    if (typeof model !== "string" || model.length === 0) {
+      throw new HttpError(
+        400,
+        "bad_request",
+        "the body has no `model` (a non-empty string is required, or send X-Sluice-Model)",
+        "body.model",
+      );
+    }
   }
-  if (o.stream !== undefined && typeof o.stream !== "boolean") {
+  if (o.stream !== undefined && o.stream !== null && typeof o.stream !== "boolean") {
     throw new HttpError(400, "bad_request", "`stream` must be true or false", "body.stream");
   }
-  const maxTokens = o.max_completion_tokens ?? o.max_tokens;
-  if (
-    maxTokens !== undefined &&
-    (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 0)
-  ) {
-    throw new HttpError(400, "bad_request", "`max_tokens` must be a whole number ≥ 0", "body.max_tokens");
+  let maxTokens: number | undefined;
+  for (const key of OUTPUT_BOUNDS) {
+    const v = o[key];
+    if (v === undefined || v === null) continue;
+    if (!wholeNumber(v, 0))
+      throw new HttpError(400, "bad_request", `\`${key}\` must be a whole number ≥ 0`, `body.${key}`);
+    maxTokens = v;
+    break;
   }
-  return {
-    model: o.model,
-    stream: o.stream === true,
-    maxTokens: maxTokens as number | undefined,
-    body: o,
-  };
+  const n = o.n ?? 1;
+  if (!wholeNumber(n, 1)) throw new HttpError(400, "bad_request", "`n` must be a whole number ≥ 1", "body.n");
+  return { model: model as string | undefined, stream: o.stream === true, maxTokens, choices: n, body: o };
+}
+
+function wholeNumber(v: unknown, min: number): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= min;
 }

@@ -2,20 +2,45 @@
  * Phase 3: read the body within `max_body_bytes` for this request and `max_buffered_bytes` for
  * all requests together (413 past either). A declared `Content-Length` over the bound is refused
  * before one byte is read, and a body must arrive within `body_timeout_s` of when reading starts
- * (slowloris). When the lane is already known (a route, or `X-Sluice-Model`) the body is not
- * read here: it streams straight through at dispatch, with the same two bounds from
+ * (slowloris). A JSON body is scanned as it arrives (json-guard.ts): past `max_json_depth` or
+ * `max_json_values` it is refused 400 at the chunk that crossed the bound, the rest discarded.
+ *
+ * The body is buffered (issue 21) when the lane comes from it, when a token budget is on the
+ * lane's path (metered.ts: the estimate needs it, whatever header named the lane), and when
+ * `X-Sluice-Model` named the lane and the body is JSON (its own `model` must agree, parse.ts).
+ * Otherwise — a route's body, or a non-JSON upload with `X-Sluice-Model`, on a lane with no token
+ * budget — it streams straight through at dispatch, with the same two bounds from
  * {@link limitedBody}.
  */
 import type { IncomingMessage } from "node:http";
 import type { BufferBudget } from "../buffer-budget.js";
 import type { GatewayParts, RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
+import { JsonGuard } from "../json-guard.js";
 
 export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
   checkDeclaredLength(ctx.req, maxBodyBytes);
-  if (ctx.model !== null) return true; // streamed through
-  return bufferBody(ctx.req, maxBodyBytes, gw.buffers, bodyTimeoutMs, ctx);
+  const json = isJsonType(ctx.req.headers["content-type"]);
+  if (!mustBuffer(ctx, gw, json)) return true; // streamed through
+  if (json) {
+    const { maxJsonDepth, maxJsonValues } = gw.config.admission;
+    ctx.json = new JsonGuard({ maxDepth: maxJsonDepth, maxValues: maxJsonValues });
+  }
+  return bufferBody(ctx.req, maxBodyBytes, gw.buffers, bodyTimeoutMs, ctx, ctx.json);
+}
+
+/** True for `application/json` and `application/*+json` (the types the parse phase reads). */
+export function isJsonType(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/(.+\+)?json\b/i.test(contentType);
+}
+
+/** Whether the body must be read before the call waits for its lane (see the module comment). */
+function mustBuffer(ctx: RequestContext, gw: GatewayParts, json: boolean): boolean {
+  const model = ctx.model;
+  if (model === null) return true;
+  if (gw.metered.has(model.name)) return true;
+  return json && ctx.routed === undefined;
 }
 
 /** Where a buffered body goes (the request context). */
@@ -49,8 +74,8 @@ export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number):
 }
 
 /**
- * Reads the whole body into `into`, charging its bytes to `budget` as they arrive; resolves
- * true. On success the caller gives `into.bodyBytes` back when the request ends; on failure they
+ * Reads the whole body into `into`, charging its bytes to `budget` as they arrive, and feeding
+ * them to `guard` (a JSON body's bounds) when there is one; resolves true. On success the caller gives `into.bodyBytes` back when the request ends; on failure they
  * are given back here and the promise rejects with the 413/408 `HttpError`.
  */
 export function bufferBody(
@@ -59,6 +84,7 @@ export function bufferBody(
   budget: BufferBudget,
   bodyTimeoutMs: number,
   into: BodyTarget,
+  guard: JsonGuard | null = null,
 ): Promise<true> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -96,6 +122,13 @@ export function bufferBody(
             "body",
           ),
         );
+      }
+      if (guard !== null) {
+        try {
+          guard.feed(chunk);
+        } catch (error) {
+          return fail(error as Error);
+        }
       }
       chunks.push(chunk);
     };
