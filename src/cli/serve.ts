@@ -13,7 +13,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { demoConfig } from "../config/demo.js";
 import { loadConfigFile, resolveConfigPath } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { isSluiceError } from "../core/errors.js";
+import { isSluiceError, StoreUnavailableError } from "../core/errors.js";
 import { Gateway } from "../gateway/gateway.js";
 import { demoFleet } from "../sim/fleet.js";
 import { reloadOnSighup } from "./reload.js";
@@ -104,7 +104,19 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (workers > 1 && cluster.isPrimary) return runWorkers(workers);
   const gateway = new Gateway({ config });
-  const url = await gateway.listen(port, args.values.host ?? config.listen.host);
+  const host = args.values.host ?? config.listen.host;
+  let url: string;
+  try {
+    url = await gateway.listen(port, host);
+  } catch (error) {
+    process.stderr.write(`sluice serve: ${startFailure(error, host, port)}\n`);
+    // The store's connections and the pools are closed, so the process ends; should anything
+    // still hold it open, it exits all the same (a start that failed must never hang).
+    await Promise.race([gateway.close().catch(() => {}), new Promise((r) => setTimeout(r, 5000).unref())]);
+    await closeFleet?.();
+    setTimeout(() => process.exit(2), 1000).unref();
+    return 2;
+  }
   const lines = [
     `sluice gateway listening on ${url}`,
     `  models:    ${config.models.map((m) => m.name).join(", ")}`,
@@ -145,6 +157,25 @@ export async function main(argv: string[]): Promise<number> {
     process.once("SIGTERM", () => stop("SIGTERM"));
     process.once("SIGINT", () => stop("SIGINT"));
   });
+}
+
+/**
+ * Why the gateway could not start, naming what to change: the fleet store (`store`, its URL with
+ * the password hidden, as the error carries it) or the address (`listen`, or --port/--host).
+ */
+function startFailure(error: unknown, host: string, port: number): string {
+  if (error instanceof StoreUnavailableError)
+    return (
+      `cannot start: \`store\`: ${error.detail}\n` +
+      "  check the store URL in the config and that Redis is running and reachable from here"
+    );
+  const { code, syscall, message } = error as NodeJS.ErrnoException;
+  if (syscall === "listen" || code === "EADDRINUSE" || code === "EACCES" || code === "EADDRNOTAVAIL")
+    return (
+      `cannot start: \`listen\` ${host}:${port}: ${code ?? "error"} (${message})\n` +
+      "  another process holds the port, or the address is not this host's: change `listen` in the config, or pass --port/--host"
+    );
+  return `cannot start: ${error instanceof Error ? error.message : String(error)}`;
 }
 
 /**

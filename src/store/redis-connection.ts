@@ -15,7 +15,7 @@
  */
 import { createRequire } from "node:module";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError, StoreUnavailableError } from "../core/errors.js";
 
 /**
  * ioredis, loaded when the first fleet connection is made: a gateway on the memory store (the
@@ -152,6 +152,53 @@ export function redactStoreUrl(url: string): string {
  * can take a second or more to answer a healthy Redis, and a false alarm starts the outage policy.
  */
 export const MIN_COMMAND_TIMEOUT_MS = 5000;
+
+/**
+ * How long a store's start (connect both connections, subscribe, register) may take before it
+ * fails: two script timeouts for a ttl's interval (10 s at the defaults). A Redis that refuses
+ * the connection fails at once; one that accepts and never answers, or a host that drops the
+ * packets, fails here instead of holding the process's start for ever.
+ */
+export function startTimeoutMs(leaseTtlMs: number): number {
+  return 2 * Math.max(MIN_COMMAND_TIMEOUT_MS, leaseTtlMs / 3);
+}
+
+/**
+ * Runs a store's `start` on its two `connections` within {@link startTimeoutMs}. On failure both
+ * connections are closed — ioredis would otherwise reconnect for ever and keep the process alive
+ * after a start that failed — and it rejects with `StoreUnavailableError` naming the store
+ * (`shown`: its URL with the password hidden) and the connection's own error: ioredis's
+ * `connect()` rejects with a bare "Connection is closed.", the cause (ECONNREFUSED, …) is an event.
+ */
+export async function startOrClose(
+  connections: readonly [FleetConnection, FleetConnection],
+  leaseTtlMs: number,
+  shown: string,
+  start: () => Promise<void>,
+): Promise<void> {
+  const [client] = connections;
+  let cause: Error | undefined;
+  const remember = (error: Error) => {
+    cause = error;
+  };
+  client.on("error", remember);
+  const deadline = startTimeoutMs(leaseTtlMs);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${deadline} ms`)), deadline);
+  });
+  try {
+    await Promise.race([start(), late]);
+  } catch (error) {
+    for (const c of connections) c.disconnect();
+    const { message } = error as Error;
+    const why = cause !== undefined && cause.message !== message ? ` (${cause.message})` : "";
+    throw new StoreUnavailableError(`${shown} unreachable at start: ${message}${why}`);
+  } finally {
+    clearTimeout(timer);
+    client.off("error", remember);
+  }
+}
 
 /**
  * A connection to the Redis that `url` names, with `options` (lazy: call `connect()`). For a

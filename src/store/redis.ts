@@ -45,7 +45,7 @@ import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
 import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { type BatchedClient, turnPipelined } from "./redis-batch.js";
-import { type FleetConnection, fleetConnections, subscribeKept } from "./redis-connection.js";
+import { type FleetConnection, fleetConnections, startOrClose, subscribeKept } from "./redis-connection.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
@@ -146,12 +146,23 @@ export class RedisStore implements Store {
     });
   }
 
-  /** Connects, registers this replica and starts its heartbeat. */
-  async start(): Promise<void> {
+  /**
+   * Connects, registers this replica and starts its heartbeat. Rejects with
+   * `StoreUnavailableError` naming the store (password hidden) when Redis cannot be reached in
+   * time, both connections closed (`startOrClose`).
+   */
+  start(): Promise<void> {
+    return startOrClose([this.#client, this.#subscriber], this.#ttlMs, this.description, () =>
+      this.#connect(),
+    );
+  }
+
+  async #connect(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
     const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel];
     await subscribeKept(this.#subscriber, [this.#releases.channel, ...channels]); // and after reconnects
     await this.heartbeat(); // reads the kept state of the pods served, too
+    if (this.#client.status === "end") return; // the start gave up meanwhile (its deadline passed)
     this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
     this.#timer.unref();
   }
@@ -257,9 +268,9 @@ export class RedisStore implements Store {
     this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
     const others = reply.slice(1, 1 + fleet.keys.length) as number[];
     this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard); // room grew: it looks again
+    // Better waiters elsewhere, this replica's fair share (last in a ranked answer): leave their room.
+    if (fleet.waitKey !== undefined) this.#mirror.laneAnswer(fleet.keys[0]!, reply, granted);
     if (!granted) {
-      // Better waiters on other replicas (last in a ranked answer): leave their room too.
-      if (fleet.waitKey !== undefined) this.#mirror.ahead(fleet.keys[0]!, Number(reply.at(-1)));
       const gave = unsent || this.#releases.given !== given;
       // A release heard while it was asked ran its pass while this call held its local take: look again.
       const missed = this.#mirror.heardSince(fleet.keys, heard);
