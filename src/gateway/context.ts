@@ -66,6 +66,8 @@ export interface DispatchResult {
   overloadStatus: number | undefined;
   /** Set when the client went away mid-call. */
   clientGone: boolean;
+  /** Set when the client accepted nothing for `stream_idle_timeout_s` and lost its call. */
+  clientStalled: boolean;
   error: string | undefined;
   /** Ms from sending the attempt that answered to its answer's head (`sluice_upstream_ttfb_seconds`). */
   ttfbMs: number | undefined;

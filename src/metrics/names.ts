@@ -53,6 +53,7 @@ export const MetricIds = {
   accountInflight: "sluice_account_inflight",
   accountCap: "sluice_account_cap",
   accountThrottledPerMinute: "sluice_account_throttled_per_minute",
+  clientStalledTotal: "sluice_client_stalled_total",
 } as const;
 
 /** Any metric's name. */
@@ -212,6 +213,11 @@ export const METRICS = {
     kind: "gauge",
     help: "Answers that said slow down (429, 503, 529) on the provider account's models over the last minute.",
     labels: ["account"],
+  },
+  [MetricIds.clientStalledTotal]: {
+    kind: "counter",
+    help: "Calls given up because their client accepted nothing for stream_idle_timeout_s (its slot freed), by lane.",
+    labels: ["lane"],
   },
 } as const satisfies Record<MetricName, MetricDef>;
 

@@ -173,7 +173,7 @@ export class PrometheusMetrics extends MetricsRecorder {
   /**
    * Starts the series an alert watches at 0, so `rate()` and `increase()` see the first event
    * instead of a series that appears at 1: every refusal reason on every lane of the snapshot
-   * (and `-`), every failure cause on every pod. Called at construction; call again after lanes
+   * (and `-`), every failure cause on every pod, the stalled clients of every lane. Called at construction; call again after lanes
    * or pods were added (a reload). Existing counts are kept.
    */
   startSeries(): void {
@@ -181,9 +181,18 @@ export class PrometheusMetrics extends MetricsRecorder {
     const sink = this.#sink;
     for (const lane of [NO_LANE, ...lanes.map((l) => l.lane)])
       for (const reason of REFUSAL_REASONS) sink.counter(MetricIds.refusalsTotal, { lane, reason }, 0);
+    for (const { lane } of lanes) sink.counter(MetricIds.clientStalledTotal, { lane }, 0);
     for (const { id: pod } of pods)
       for (const cause of UPSTREAM_FAILURE_CAUSES)
         sink.counter(MetricIds.upstreamFailuresTotal, { pod, cause }, 0);
+  }
+
+  /**
+   * A call given up because its client accepted nothing for `stream_idle_timeout_s`
+   * (`sluice_client_stalled_total`).
+   */
+  clientStalled(lane: string): void {
+    this.#sink.counter(MetricIds.clientStalledTotal, { lane });
   }
 
   /** The sink the metrics are recorded into (for code that takes a plain `MetricSink`). */

@@ -3,43 +3,49 @@
  * and stream the answer back byte for byte. The outcome goes to the lease (AIMD, breaker), and
  * every failed attempt to `ctx.failures` (pod, cause, detail for the log).
  *
- * A call is sent again only when the pod provably never started it (DESIGN §1.3): the connection
- * failed before the request was written, or the pod answered its own overload status. It goes to
- * another pod of the lane within the re-dispatch budget, else to the lane's `fallback` model under
- * that model's name — and only while the body can be replayed and nothing was sent to the client.
- * A call whose request the pod may hold in full (written, then the connection reset, or no answer
- * in time) is never sent again: it may have run. It ends in 502 `upstream_error` or 504
- * `upstream_timeout`, with a plain message; the detail goes to the log.
+ * A call is sent again only when the pod provably never started it (DESIGN §1.3, issue 21): the
+ * connection failed before the request was written, or the pod answered a status its config lists
+ * as "not started" (`pods[].redispatch_statuses`, `redispatch.ts`; by default none: behind an
+ * ingress a 502 or 504 can come after the pod took the call). It goes to another pod of the lane
+ * within the re-dispatch budget, else to the lane's `fallback` model under that model's name — and
+ * only while the body can be replayed and nothing was sent to the client. A call whose request the
+ * pod may hold in full (written, then the connection reset, or no answer in time) is never sent
+ * again: it may have run. It ends in 502 `upstream_error` or 504 `upstream_timeout`, with a plain
+ * message; the detail goes to the log.
+ *
+ * On a lane with a token budget the answer's usage is read as it passes (`usage.ts`); a stream is
+ * sent asking for its usage (`stream-options.ts`), which the client does not see unless it asked
+ * (`stream-usage.ts`). A client that accepts nothing for `stream_idle_timeout_s` loses its call
+ * (`client-flow.ts`), so it cannot hold its slot forever.
  *
  * Built on undici's dispatcher handler API rather than `request()`: the answer's chunks go
  * straight from the upstream socket to the client's, with no body stream, async iterator or
  * promise per chunk, and backpressure by pausing the upstream read (STYLE: a lean request path).
  */
-import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import type { FailureInput } from "../../core/outcome.js";
 import { attemptError } from "../attempt-error.js";
 import type { DispatchResult, GatewayParts, RequestContext, UpstreamFailure } from "../context.js";
+import { ForwardedAnswer } from "../forwarded-answer.js";
+import { HELD_TOO_LARGE, HeldAnswer } from "../held-answer.js";
 import { HttpError, sendUpstreamError, type UpstreamErrorCode } from "../http-error.js";
 import { withModelName } from "../model-name.js";
 import { rateLimitHeaders } from "../rate-headers.js";
-import { type CallTimeouts, flatResponseHeaders } from "../upstreams.js";
-import { settledUsage, UsageTap } from "../usage.js";
+import { redispatchable } from "../redispatch.js";
+import { askForStreamUsage, takesStreamOptions } from "../stream-options.js";
+import type { CallTimeouts } from "../upstreams.js";
+import { settledUsage } from "../usage.js";
 import { limitedBody } from "./read-body.js";
 
+/** Statuses that are overload signals for the pod's width and breaker (DESIGN §1.3). */
 const OVERLOAD = new Set([502, 503, 504, 529]);
-/**
- * The most of an overload answer's body held while deciding whether to re-dispatch. Past it the
- * pod's call is aborted and the rest never read: two 503s with 200 MiB bodies must not cost the
- * gateway 400 MiB (issue 8).
- */
-export const MAX_HELD_BYTES = 64 * 1024;
 const CLIENT_GONE = new Error("client disconnected");
+const CLIENT_STALLED = new Error("the client accepted nothing for stream_idle_timeout_s");
 /** What the lease hears of an attempt whose connection failed before the request was written. */
 const NEVER_TAKEN = { refused: true } as const;
-const HELD_TOO_LARGE = new Error(`overload answer body past ${MAX_HELD_BYTES} bytes; the rest was not read`);
 
 /**
  * The phase: sends the call to the lease's pod and fills `ctx.result`. Resolves `false` once the
@@ -54,19 +60,6 @@ export function dispatch(ctx: RequestContext, gw: GatewayParts): Promise<boolean
   });
 }
 
-/** An overload answer being read before deciding whether to re-dispatch. */
-interface Held {
-  status: number;
-  headers: IncomingHttpHeaders;
-  chunks: Buffer[];
-  bytes: number;
-  /**
-   * Why its body was not read to the end (longer than {@link MAX_HELD_BYTES}, or the pod failed
-   * mid-body); undefined when it was read whole.
-   */
-  incomplete: string | undefined;
-}
-
 /** One call's trips upstream and back, as undici handler callbacks. */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly result: DispatchResult = {
@@ -75,6 +68,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     usage: undefined,
     overloadStatus: undefined,
     clientGone: false,
+    clientStalled: false,
     error: undefined,
     ttfbMs: undefined,
   };
@@ -85,15 +79,23 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** Lanes this call has been on: a fallback chain is followed once per lane. */
   readonly #lanes = new Set<string>();
   #lease!: Lease;
-  /** The body sent: the buffered one, with the fallback's model name on a fallback lane. */
+  /** The buffered body as every attempt sends it (asking for a metered stream's usage), or null. */
+  readonly #request: Buffer | null;
+  /** Sluice asked for the stream's usage: it is removed from the client's answer. */
+  readonly #strip: boolean;
+  /** A token budget is on the call's path: its answer's usage and text are read. */
+  readonly #metered: boolean;
+  /** The body sent: {@link #request}, with the fallback's model name on a fallback lane. */
   #body: Buffer | null = null;
   #headers!: Record<string, string | string[]>;
   #timeouts!: CallTimeouts;
   /** The pod of the attempt under way (a re-dispatch changes the lease's). */
   #pod = "";
   #controller: Dispatcher.DispatchController | null = null;
-  #tap: UsageTap | null = null;
-  #held: Held | null = null;
+  /** The answer being forwarded to the client. */
+  #forwarded: ForwardedAnswer | null = null;
+  /** A "not started" answer being read before deciding whether to re-dispatch. */
+  #held: HeldAnswer | null = null;
   /** The answer's headers, for a 429's quota reset. */
   #responseHeaders: IncomingHttpHeaders | null = null;
   /**
@@ -116,6 +118,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   ) {
     this.#extra = { "x-sluice-request-id": ctx.id };
     this.#lanes.add(ctx.model!.name);
+    this.#metered = gw.metered.has(ctx.model!.name);
+    const asking = this.#metered && ctx.stream && ctx.body !== null && takesStreamOptions(ctx.path);
+    const sent = asking ? askForStreamUsage(ctx.body!) : null;
+    this.#request = sent?.body ?? ctx.body;
+    this.#strip = sent?.strip ?? false;
     this.#useLease(ctx.lease!);
     ctx.res.on("close", this.#onClose);
   }
@@ -130,9 +137,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#extra["x-sluice-lane"] = lane;
     this.#extra["x-sluice-priority"] = lease.priority;
     // A lane reached as a fallback (here or by the Governor at acquire) serves its own model name.
-    const body = ctx.body;
+    const body = this.#request;
     this.#body = body === null || lane === ctx.model!.name ? body : withModelName(body, lane);
     this.#headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, this.#body?.length, ctx.id);
+    // A compressed answer hides its usage: a metered call's answer comes as it is (identity).
+    if (this.#metered) delete this.#headers["accept-encoding"];
     this.#timeouts = gw.upstreams.timeouts(lane);
   }
 
@@ -143,6 +152,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#pod = pod;
     this.#controller = null;
     this.#held = null;
+    this.#forwarded = null;
     this.#responseHeaders = null;
     this.#started = false;
     this.#sentAt = performance.now();
@@ -181,39 +191,37 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.result.status = status;
     this.result.ttfbMs = performance.now() - this.#sentAt;
     this.#responseHeaders = headers;
-    if (OVERLOAD.has(status) && this.#body !== null) {
-      // The pod did not run the call: read its answer, then re-dispatch if the budget allows.
-      this.#held = { status, headers, chunks: [], bytes: 0, incomplete: undefined };
+    if (this.#body !== null && redispatchable(this.gw.models.get(this.#lease.lane), this.#pod, status)) {
+      // The pod's config says this answer means it did not run the call: read it, then
+      // re-dispatch if the budget allows.
+      this.#held = new HeldAnswer(status, headers);
       return;
     }
-    const { res } = this.ctx;
-    res.writeHead(status, flatResponseHeaders(headers, this.#answerHeaders()));
-    // Head, body and end of a small answer usually arrive in one tick: send them in one write.
-    res.cork();
-    process.nextTick(uncork, res);
-    const sse = this.ctx.stream || String(headers["content-type"] ?? "").includes("event-stream");
-    this.#tap = new UsageTap(sse);
+    const reading = { stream: this.ctx.stream, metered: this.#metered, strip: this.#strip };
+    const extra = this.#answerHeaders();
+    this.#forwarded = new ForwardedAnswer(this.ctx.res, status, headers, extra, reading, this.#onStalled);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const held = this.#held;
     if (held !== null) {
-      if (held.bytes + chunk.length > MAX_HELD_BYTES) {
-        held.incomplete = HELD_TOO_LARGE.message;
-        controller.abort(HELD_TOO_LARGE); // continues in onResponseError, with the status known
-        return;
-      }
-      held.chunks.push(chunk);
-      held.bytes += chunk.length;
+      // Past the bound: continues in onResponseError, with the status known.
+      if (!held.take(chunk)) controller.abort(HELD_TOO_LARGE);
       return;
     }
-    this.#tap!.push(chunk);
-    if (!this.ctx.res.write(chunk)) {
-      // Backpressure: stop reading the pod until the client has taken what it was sent.
-      controller.pause();
-      this.ctx.res.once("drain", () => controller.resume());
-    }
+    // Backpressure: the pod is not read until the client has taken what it was sent, for at most
+    // stream_idle_timeout_s (#onStalled).
+    this.#forwarded!.data(chunk, controller, this.#timeouts.bodyTimeout);
   }
+
+  /** The client accepted nothing for stream_idle_timeout_s: its call is given up, its slot freed. */
+  readonly #onStalled = (): void => {
+    this.result.clientStalled = true;
+    this.gw.metrics.clientStalled(this.#lease.lane);
+    // Continues in onResponseError (→ #gone: the lease released, the call's estimate kept).
+    this.#controller?.abort(CLIENT_STALLED);
+    this.ctx.res.destroy();
+  };
 
   onResponseEnd(): void {
     const held = this.#held;
@@ -222,9 +230,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const { result } = this;
-    this.ctx.res.end();
-    result.bytes = this.#tap!.bytes;
-    result.usage = this.#tap!.usage();
+    const answer = this.#forwarded!;
+    result.usage = answer.end();
+    result.bytes = answer.tap.bytes;
     const status = result.status;
     if (OVERLOAD.has(status) || status === 429) {
       result.overloadStatus = status;
@@ -234,7 +242,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#lease.failed(status);
     } else {
       // The token budgets settle with what the call really used (usage.ts: `settledUsage`).
-      this.#lease.succeeded(settledUsage(result.usage, this.#tap!, this.ctx.promptTokens));
+      this.#lease.succeeded(settledUsage(result.usage, answer.tap, this.ctx.promptTokens));
     }
     this.#finish();
   }
@@ -244,7 +252,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   async #onError(error: Error): Promise<void> {
-    if (this.#clientGone) return this.#gone();
+    this.#forwarded?.stop();
+    if (this.#clientGone || this.result.clientStalled) return this.#gone();
     // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
     const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
     if (own instanceof HttpError) {
@@ -252,7 +261,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       return this.#failed(own);
     }
     const failure = attemptError(error, this.#started, this.#timeouts);
-    // An overload answer whose body was cut (by us past the bound, or by the pod): its status
+    // A "not started" answer whose body was cut (by us past the bound, or by the pod): its status
     // already said the pod did not run the call.
     const held = this.#held;
     if (held !== null) {
@@ -286,27 +295,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#answer(failure.status, failure.code, failure.message);
   }
 
-  async #afterOverload(held: Held): Promise<void> {
+  async #afterOverload(held: HeldAnswer): Promise<void> {
     this.result.overloadStatus = held.status;
     const detail = held.incomplete;
     this.#record({ pod: this.#pod, cause: "status", status: held.status, ...(detail ? { detail } : {}) });
     if (await this.#elsewhere({ status: held.status, headers: held.headers })) return;
     // Nowhere else to go: the pod's own answer (the lease already heard the refusal).
-    const { res } = this.ctx;
-    if (held.incomplete !== undefined) {
-      // Only its start was read: say what it was, with its Retry-After, rather than half a body.
-      const headers = this.#answerHeaders();
-      const retryAfter = held.headers["retry-after"];
-      if (typeof retryAfter === "string") headers["retry-after"] = retryAfter;
-      const message = `the model server is overloaded (it answered ${held.status})`;
-      sendUpstreamError(res, held.status, "upstream_error", message, this.#lease.lane, headers);
-      this.result.status = held.status;
-      return this.#finish();
-    }
-    const body = Buffer.concat(held.chunks, held.bytes);
-    res.writeHead(held.status, flatResponseHeaders(held.headers, this.#answerHeaders()));
-    res.end(body);
-    this.result.bytes = body.length;
+    this.result.bytes = held.send(this.ctx.res, this.#answerHeaders(), this.#lease.lane);
     this.#finish();
   }
 
@@ -393,8 +388,4 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.ctx.res.off("close", this.#onClose);
     this.resolve(false);
   }
-}
-
-function uncork(res: ServerResponse): void {
-  res.uncork();
 }

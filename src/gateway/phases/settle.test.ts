@@ -14,6 +14,7 @@ function answered(status: number, extra: Partial<DispatchResult> = {}): Dispatch
     usage: undefined,
     overloadStatus: undefined,
     clientGone: false,
+    clientStalled: false,
     error: undefined,
     ttfbMs: undefined,
     ...extra,

@@ -78,6 +78,7 @@ export function settle(ctx: RequestContext, gw: GatewayParts): void {
       completion_tokens: result?.usage?.completionTokens,
       bytes: res instanceof CountedResponse ? res.bodyBytes : (result?.bytes ?? 0),
       client_gone: ctx.clientGone || result?.clientGone || undefined,
+      client_stalled: result?.clientStalled || undefined,
       ms: Math.round(seconds * 1000),
     },
     "request",
