@@ -12,6 +12,7 @@ import {
   errorOf,
   LogCapture,
   model,
+  redispatchOn,
   type Stack,
   SUITE,
   startStack,
@@ -34,7 +35,10 @@ async function start(behave: Behaviour): Promise<{ s: Stack; pod: RawPod }> {
   stack = await startStack({
     sims: [],
     config: () => ({
-      models: [model("m", [pod.url], { breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } })],
+      // 503 listed as "not started": an overload answer is held (bounded) while sluice decides.
+      models: [
+        redispatchOn([503], model("m", [pod.url], { breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } })),
+      ],
     }),
     logger: pino({ level: "info" }, log.stream),
   });

@@ -14,6 +14,7 @@ import {
   errorOf,
   LogCapture,
   model,
+  redispatchOn,
   type Stack,
   SUITE,
   startStack,
@@ -27,11 +28,15 @@ const ENV = { BIG_KEY: "big-secret", SMALL_KEY: "small-secret" };
 function config(bigUrl: string, small: RawPod, cooldownS: number) {
   return {
     models: [
-      model("big", [bigUrl], {
-        fallback: "small",
-        upstream_api_key_env: "BIG_KEY",
-        breaker: { base_cooldown_s: cooldownS, max_cooldown_s: cooldownS },
-      }),
+      // big's pod is a bare server: its 503 means it did not run the call.
+      redispatchOn(
+        [503],
+        model("big", [bigUrl], {
+          fallback: "small",
+          upstream_api_key_env: "BIG_KEY",
+          breaker: { base_cooldown_s: cooldownS, max_cooldown_s: cooldownS },
+        }),
+      ),
       model("small", [small.url], { upstream_api_key_env: "SMALL_KEY" }),
     ],
   };

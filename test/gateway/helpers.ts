@@ -133,6 +133,16 @@ export function model(
 }
 
 /**
+ * `m` (from {@link model}) with every pod listing `statuses` as "not started"
+ * (`pods[].redispatch_statuses`): for tests of re-dispatch on a bare server's own refusal, which
+ * sluice does only when a pod opts in (issue 21).
+ */
+export function redispatchOn(statuses: number[], m: Record<string, unknown>): Record<string, unknown> {
+  const pods = m.pods as Record<string, unknown>[];
+  return { ...m, pods: pods.map((p) => ({ ...p, redispatch_statuses: statuses })) };
+}
+
+/**
  * The end of every test: no lane holds or queues a call, no key is charged, and no sim runs
  * or queues one. Polled, because a response's last byte reaches the client just before the
  * gateway's `finally` releases the slot.

@@ -1,6 +1,7 @@
 /**
  * Issue 8 item 2: a call is sent again only when the pod provably never started it — the
- * connection was refused, or the pod answered its own overload status. A pod that took the whole
+ * connection was refused, or the pod answered a status its config lists as "not started"
+ * (`redispatch_statuses`, issue 21). A pod that took the whole
  * request and then dropped the connection may have run it: the call ends in 502 and is never sent
  * to another pod. Counted at the pods by the per-call id the gateway sends upstream
  * (`X-Sluice-Request-Id`, the same id as on the client's answer).
@@ -14,6 +15,7 @@ import {
   chatBody,
   errorOf,
   model,
+  redispatchOn,
   type Stack,
   SUITE,
   startStack,
@@ -30,13 +32,18 @@ async function start(...behaviours: Parameters<typeof startRawPod>[0][]): Promis
   pods = await Promise.all(behaviours.map((b) => startRawPod(b)));
   stack = await startStack({
     sims: [],
+    // The pods are bare servers: a 503 of theirs means they did not run the call (opt-in, issue 21;
+    // test/gateway/redispatch-ingress.test.ts has the default, where no status is re-sent).
     config: () => ({
       models: [
-        model(
-          "m",
-          pods.map((p) => p.url),
-          BREAKER,
-          2,
+        redispatchOn(
+          [503],
+          model(
+            "m",
+            pods.map((p) => p.url),
+            BREAKER,
+            2,
+          ),
         ),
       ],
     }),

@@ -17,6 +17,7 @@ import {
   chat,
   LogCapture,
   model,
+  redispatchOn,
   type Stack,
   SUITE,
   sha256hex,
@@ -352,7 +353,12 @@ describe("an overloaded pod whose calls go to another", SUITE, () => {
       sims: [{ maxNumSeqs: 4, serviceMs: 1, tokensPerSecond: 0 }],
       // The busy pod first: an idle lane picks it first.
       config: ([pod]) => ({
-        models: [model("m", [busy.url, pod!], { breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } }, 2)],
+        models: [
+          redispatchOn(
+            [503],
+            model("m", [busy.url, pod!], { breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } }, 2),
+          ),
+        ],
       }),
     });
   });

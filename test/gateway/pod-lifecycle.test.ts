@@ -56,7 +56,8 @@ describe("three pods: one refuses past its real capacity, one dies and comes bac
             queue_timeout_s: 20,
             adaptive: { floor: 2 },
             breaker: { base_cooldown_s: 0.3, max_cooldown_s: 1 },
-            pods: urls.map((url) => ({ url, max_inflight: 8 })),
+            // Bare servers: their 503 means the call was not run (re-dispatch is opt-in).
+            pods: urls.map((url) => ({ url, max_inflight: 8, redispatch_statuses: [503] })),
           },
         ],
       }),

@@ -1,11 +1,11 @@
 /**
- * DESIGN §3.1 step 6: a pod that refuses a call before starting it (connection refused or
- * reset, or an overload status) gets the call re-dispatched to another pod of the lane — within
- * a bounded number of attempts — so the client sees the healthy pod's answer.
+ * DESIGN §3.1 step 6: a pod that refuses a call before starting it (connection refused, or a
+ * status its config lists in `redispatch_statuses`) gets the call re-dispatched to another pod of
+ * the lane — within a bounded number of attempts — so the client sees the healthy pod's answer.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { assertNothingLeft, chat, model, type Stack, SUITE, startStack } from "./helpers.js";
+import { assertNothingLeft, chat, model, redispatchOn, type Stack, SUITE, startStack } from "./helpers.js";
 
 const CALLS = 12;
 /** At most this many upstream attempts per call (src/core/scheduler.ts MAX_ATTEMPTS). */
@@ -71,9 +71,13 @@ describe("re-dispatch away from a pod that answers 503", SUITE, () => {
         { maxNumSeqs: 8, serviceMs: 5, tokensPerSecond: 0 },
       ],
       // sluice is told the first pod takes 4: it learns otherwise from its answers.
+      // The first pod is a bare server: its 503 means it did not run the call (issue 21: opt-in).
       config: (urls) => ({
         models: [
-          model("m", urls, { queue_limit: 16, breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } }, 4),
+          redispatchOn(
+            [503],
+            model("m", urls, { queue_limit: 16, breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } }, 4),
+          ),
         ],
       }),
     });

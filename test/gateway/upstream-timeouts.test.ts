@@ -12,6 +12,7 @@ import {
   chat,
   errorOf,
   model,
+  redispatchOn,
   type Stack,
   SUITE,
   startStack,
@@ -29,11 +30,15 @@ async function start(timeouts: Record<string, number>, ...behaviours: Behaviour[
     sims: [],
     config: () => ({
       models: [
-        model(
-          "m",
-          pods.map((p) => p.url),
-          { ...timeouts, breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } },
-          2,
+        // 503 listed as "not started": an overload head is held while sluice decides.
+        redispatchOn(
+          [503],
+          model(
+            "m",
+            pods.map((p) => p.url),
+            { ...timeouts, breaker: { base_cooldown_s: 60, max_cooldown_s: 60 } },
+            2,
+          ),
         ),
       ],
     }),
