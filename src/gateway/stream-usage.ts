@@ -148,6 +148,9 @@ export class StreamText {
 
 /** Just past the last blank line (`\n\n` or `\n\r\n`) in `buf`, or -1. */
 function lastEventEnd(buf: Buffer): number {
+  const n = buf.length;
+  // The usual chunk: whole events, the last ending the chunk (one check, no search).
+  if (n >= 2 && buf[n - 1] === LF && buf[n - 2] === LF) return n;
   const a = buf.lastIndexOf(LF_LF);
   const b = buf.lastIndexOf(LF_CRLF);
   return Math.max(a < 0 ? -1 : a + 2, b < 0 ? -1 : b + 3);
@@ -176,6 +179,13 @@ export function withoutUsage(events: Buffer): Buffer {
   const parts: Buffer[] = [];
   let from = 0;
   while (at >= 0) {
+    // OpenAI's every chunk: `,"usage":null` — cut out in place, no event framing needed.
+    if (events[at - 1] === 0x2c && events.compare(NULL_VALUE, 0, NULL_VALUE.length, at + 7, at + 12) === 0) {
+      parts.push(events.subarray(from, at - 1));
+      from = at + 7 + NULL_VALUE.length;
+      at = events.indexOf(USAGE, from);
+      continue;
+    }
     const start = Math.max(from, eventStartBefore(events, at));
     const end = eventEndAfter(events, at);
     parts.push(events.subarray(from, start), editedEvent(events.subarray(start, end)));
@@ -200,6 +210,8 @@ function editedEvent(event: Buffer): Buffer {
 }
 
 const NULL = Buffer.from("null");
+/** What follows `"usage"` in the member OpenAI writes into every chunk of a stream that asked. */
+const NULL_VALUE = Buffer.from(":null");
 const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
 
 function skipSpaces(buf: Buffer, i: number): number {
