@@ -1,7 +1,9 @@
 /**
  * What one failed upstream attempt means (DESIGN §1.3), from undici's error and whether the
  * request had been sent: may the call go elsewhere, what is counted for the pod, and what the
- * client is told when nothing else takes it. The client's message is plain; the undici code and
+ * client is told when nothing else takes it. A connection that failed before the request was
+ * written is the only failure that proves a call never started: an answered status proves
+ * nothing unless the pod's config says so (`redispatch.ts`, issue 21). The client's message is plain; the undici code and
  * message are the `detail`, for the log only.
  */
 import type { UpstreamFailure } from "./context.js";
