@@ -7,16 +7,17 @@
 /**
  * The `X-Sluice-Reason` codes of sluice's capacity refusals. Each is answered before the call is
  * forwarded (admission, the queue, every pod tripped, the store, draining), so sending the request
- * again can never run it twice. Other codes are not replayed: `upstream_error` and
- * `upstream_timeout` (502/504) come from a call a pod may have started, and bad input (400, 401,
- * 404, 413, …) would only be refused again.
+ * again can never run it twice, and each means "not now". Other codes are not replayed:
+ * `queue_timeout` is the bound the caller asked for, reached (seed 002 D4: a queue timeout is
+ * never retried — the caller's own deadline has passed, and a retry would queue it again);
+ * `upstream_error` and `upstream_timeout` (502/504) come from a call a pod may have started; bad
+ * input (400, 401, 404, 413, …) would only be refused again.
  */
 export const REPLAYABLE_REASONS: ReadonlySet<string> = new Set([
   "queue_full",
   "key_limit",
   "rate_limit",
   "quota_paused",
-  "queue_timeout",
   "upstream_unavailable",
   "store_unavailable",
   "draining",

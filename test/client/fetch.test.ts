@@ -126,6 +126,29 @@ describe("what is sent again", SUITE, () => {
     assert.equal(sluiceFetch.windows()[0]!.inflight, 0);
   });
 
+  test("sluice's queue_timeout is handed back, not sent again: the caller asked for that bound (seed 002 D4)", async () => {
+    // One slot held, a queue of one and a short queue timeout: the call waits, then times out.
+    const s = await simStack(1, 60_000, { queue_limit: 1, queue_timeout_s: 0.2 });
+    const hold = new AbortController();
+    const holding = held(s.url, "m", hold.signal);
+    await waitFor("the slot to be taken", () => s.sims[0]!.stats().running === 1);
+    const recorder = recordArrivals(s);
+    // maxRetries bounds what a client that does resend it would do, so it fails by count, not by time.
+    const sluiceFetch = createSluiceFetch({ baseUrl: s.url, maxRetries: 2 });
+    const res = await sluiceFetch("/v1/chat/completions", chatInit("m"));
+    assert.equal(res.status, 503);
+    assert.equal(res.headers.get("x-sluice-reason"), "queue_timeout");
+    await res.text();
+    assert.deepEqual(
+      recorder.arrivals.map((a) => a.status),
+      [503],
+      "the client sent a timed-out call again",
+    );
+    hold.abort();
+    await holding;
+    await assertNothingLeft(s);
+  });
+
   test("sluice's queue_full is sent again after the Retry-After, and the caller sees only the answer", async () => {
     const s = await simStack(1, 60_000);
     const hold = new AbortController();
