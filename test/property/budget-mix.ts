@@ -55,14 +55,14 @@ export interface MixShape {
 
 const promptArb = fc.oneof(
   {
-    weight: 6,
+    weight: 8,
     arbitrary: fc.record({
       lang: fc.constantFrom("en" as const),
       chars: fc.integer({ min: 200, max: 3000 }),
     }),
   },
   {
-    weight: 4,
+    weight: 3,
     arbitrary: fc.record({
       lang: fc.constantFrom("en" as const, "cjk" as const),
       chars: fc.integer({ min: 4000, max: 20_000 }),
@@ -91,48 +91,90 @@ const imageArb = fc.record({
   detail: fc.constantFrom("low" as const, "high" as const, "auto" as const),
 });
 
-function callArb(shape: MixShape, at: fc.Arbitrary<number>): fc.Arbitrary<CallPlan> {
+/**
+ * A run's leanings, in percent: how likely each call is to stream, to ask for usage, to ask for
+ * logprobs, to leave, to name the lane in the header. Drawn once a run, so some runs are mostly
+ * one behaviour: the invariant compares totals, and in an even mix one way of over-counting can
+ * hide another way of under-counting.
+ */
+export interface Leaning {
+  stream: number;
+  includeUsage: number;
+  logprobs: number;
+  leaves: number;
+  header: number;
+}
+
+const leaningArb: fc.Arbitrary<Leaning> = fc.record({
+  stream: fc.integer({ min: 0, max: 100 }),
+  includeUsage: fc.integer({ min: 0, max: 100 }),
+  logprobs: fc.integer({ min: 0, max: 100 }),
+  leaves: fc.integer({ min: 0, max: 40 }),
+  header: fc.integer({ min: 0, max: 100 }),
+});
+
+/** True with `percent` % probability. */
+const chance = (percent: number) => fc.integer({ min: 0, max: 99 }).map((x) => x < percent);
+
+function callArb(shape: MixShape, lean: Leaning, at: fc.Arbitrary<number>): fc.Arbitrary<CallPlan> {
   return fc
     .record({
       at,
-      modelIn: fc.constantFrom("body" as const, "header" as const, "header" as const, "mismatch" as const),
+      modelIn: fc
+        .tuple(chance(lean.header), chance(25))
+        .map(([header, mismatch]) =>
+          !header ? ("body" as const) : mismatch ? ("mismatch" as const) : ("header" as const),
+        ),
       prompt: promptArb,
       messages: fc.integer({ min: 1, max: 3 }),
       tools: fc.oneof(
         { weight: 3, arbitrary: fc.constant<number[]>([]) },
         {
           weight: 2,
-          arbitrary: fc.array(fc.integer({ min: 50, max: 24_000 }), { minLength: 1, maxLength: 3 }),
+          arbitrary: fc.array(
+            fc.oneof(
+              { weight: 4, arbitrary: fc.integer({ min: 50, max: 2000 }) },
+              fc.integer({ min: 2000, max: 20_000 }),
+            ),
+            { minLength: 1, maxLength: 3 },
+          ),
         },
       ),
-      schemaChars: fc.option(fc.integer({ min: 50, max: 12_000 }), { freq: 3, nil: undefined }),
+      schemaChars: fc.option(fc.integer({ min: 50, max: 4000 }), { freq: 3, nil: undefined }),
       images: fc.oneof(
         { weight: 3, arbitrary: fc.constant<CallPlan["images"]>([]) },
         { weight: 1, arbitrary: fc.array(imageArb, { minLength: 1, maxLength: 3 }) },
       ),
+      // The cap relative to what the model will say: mostly above it (a margin the reconcile
+      // refunds), sometimes below (the answer is cut at the cap).
       maxTokens: fc.option(
         fc.record({
           field: fc.constantFrom("max_tokens" as const, "max_completion_tokens" as const),
-          value: fc.oneof(fc.integer({ min: 16, max: 1500 }), fc.integer({ min: 4200, max: 6000 })),
+          over: fc.oneof(
+            { weight: 1, arbitrary: fc.integer({ min: -300, max: 0 }) },
+            { weight: 3, arbitrary: fc.integer({ min: 0, max: 3000 }) },
+          ),
         }),
         { freq: 4, nil: undefined },
       ),
       words: fc.oneof(
-        { weight: 5, arbitrary: fc.integer({ min: 1, max: 300 }) },
-        { weight: 3, arbitrary: fc.integer({ min: 300, max: 1500 }) },
-        { weight: 1, arbitrary: fc.integer({ min: 4200, max: 6000 }) },
+        { weight: 2, arbitrary: fc.integer({ min: 1, max: 300 }) },
+        { weight: 4, arbitrary: fc.integer({ min: 300, max: 2500 }) },
+        { weight: 2, arbitrary: fc.integer({ min: 4200, max: 6000 }) },
       ),
       output: fc.constantFrom("text" as const, "tools" as const, "reasoning" as const),
-      stream: fc.boolean(),
-      includeUsage: fc.boolean(),
-      logprobs: fc.boolean(),
-      leaves: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))), // 1 in 4
+      stream: chance(lean.stream),
+      includeUsage: chance(lean.includeUsage),
+      logprobs: chance(lean.logprobs),
+      leaves: chance(lean.leaves),
       seed: fc.integer({ min: 1, max: 0x7fffffff }),
     })
-    .map((p) => ({
+    .map(({ maxTokens: cap, ...p }) => ({
       ...p,
+      maxTokens:
+        cap === undefined ? undefined : { field: cap.field, value: Math.max(16, p.words + cap.over) },
       // A call without a cap is answered within the lane's default: what the gateway assumes.
-      words: Math.min(p.words, p.maxTokens?.value ?? shape.defaultMaxTokens),
+      words: Math.min(p.words, cap === undefined ? shape.defaultMaxTokens : Math.max(16, p.words + cap.over)),
       // Tool-call output needs tools to call.
       output: p.output === "tools" && p.tools.length === 0 ? ("text" as const) : p.output,
     }));
@@ -143,13 +185,20 @@ function callArb(shape: MixShape, at: fc.Arbitrary<number>): fc.Arbitrary<CallPl
  * spread over `spreadMs`, sorted by send time.
  */
 export function mixArb(shape: MixShape): fc.Arbitrary<CallPlan[]> {
+  return leaningArb.chain((lean) => mixWith(shape, lean));
+}
+
+function mixWith(shape: MixShape, lean: Leaning): fc.Arbitrary<CallPlan[]> {
   const burst = fc
     .tuple(fc.integer({ min: 0, max: shape.spreadMs }), fc.integer({ min: 2, max: 10 }))
     .chain(([start, n]) =>
-      fc.array(callArb(shape, fc.integer({ min: start, max: start + 5 })), { minLength: n, maxLength: n }),
+      fc.array(callArb(shape, lean, fc.integer({ min: start, max: start + 5 })), {
+        minLength: n,
+        maxLength: n,
+      }),
     );
   return fc
-    .array(burst, { minLength: 3, maxLength: 8 })
+    .array(burst, { minLength: 4, maxLength: 10 })
     .map((bursts) => bursts.flat().slice(0, shape.calls.max))
     .filter((calls) => calls.length >= shape.calls.min)
     .map((calls) => calls.sort((a, b) => a.at - b.at));
