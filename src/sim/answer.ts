@@ -35,7 +35,8 @@ export function expectedAnswer(kind: WorkKind, body: Buffer | string, o: AnswerO
   const bytes = typeof body === "string" ? Buffer.from(body) : body;
   if (kind === "echo") return `{"pages":1,"bytes":${bytes.length}}`;
   const p = parseSimRequest(kind, bytes, o.model);
-  if (kind === "embedding") return embeddingBody(p.model, p.inputs, o.embeddingDims, p.promptTokens);
+  if (kind === "embedding")
+    return embeddingBody(p.model, p.inputs, o.embeddingDims, p.promptTokens, p.encodingFormat);
   const n = answerTokenCount(p, o.defaultOutputTokens);
   const finish = finishReasonFor(n, o.defaultOutputTokens);
   const key = contentKey(p.model, p.promptText);

@@ -132,7 +132,10 @@ export class Job implements Seq {
       this.#sendJson(200, `{"pages":1,"bytes":${this.#bytes}}`);
       this.#finish("stop", 0, 0);
     } else if (this.kind === "embedding") {
-      this.#sendJson(200, embeddingBody(p.model, p.inputs, this.ctx.options.embeddingDims, p.promptTokens));
+      this.#sendJson(
+        200,
+        embeddingBody(p.model, p.inputs, this.ctx.options.embeddingDims, p.promptTokens, p.encodingFormat),
+      );
       this.#finish("stop", p.promptTokens, 0);
     } else {
       const kind = this.kind as "chat" | "completion";

@@ -28,7 +28,15 @@ export interface SimRequest {
   maxTokens: number | undefined;
   /** Embedding inputs, one vector each. */
   inputs: string[];
+  /**
+   * `encoding_format` of an embedding request: `float` (JSON numbers) or `base64` (the float32
+   * vector's little-endian bytes, base64 — the official SDKs ask for it by default and decode it).
+   */
+  encodingFormat: EncodingFormat;
 }
+
+/** How an embedding vector is written in the answer (OpenAI's `encoding_format`). */
+export type EncodingFormat = "float" | "base64";
 
 /** A request the simulator answers with 400, with OpenAI's `param` naming the bad field. */
 export class SimBadRequestError extends Error {
@@ -82,6 +90,13 @@ export function parseSimRequest(
   let chars = 0;
   for (const t of texts) chars += t.length;
   const opts = b.stream_options as { include_usage?: unknown } | null | undefined;
+  const format = b.encoding_format ?? "float";
+  if (kind === "embedding" && format !== "float" && format !== "base64") {
+    throw new SimBadRequestError(
+      `encoding_format must be "float" or "base64", got ${JSON.stringify(format)}`,
+      "encoding_format",
+    );
+  }
   return {
     model,
     stream: kind !== "embedding" && b.stream === true,
@@ -90,6 +105,7 @@ export function parseSimRequest(
     promptTokens: Math.ceil(chars / 4),
     maxTokens: (maxTokens as number | null | undefined) ?? undefined,
     inputs: kind === "embedding" ? texts : [],
+    encodingFormat: format as EncodingFormat,
   };
 }
 
@@ -250,18 +266,25 @@ export function embeddingBody(
   inputs: readonly string[],
   dims: number,
   promptTokens: number,
+  format: EncodingFormat = "float",
 ): string {
-  const data = inputs.map((input, index) => ({
-    object: "embedding",
-    index,
-    embedding: simEmbedding(model, input, dims),
-  }));
+  const data = inputs.map((input, index) => {
+    const vector = simEmbedding(model, input, dims);
+    return { object: "embedding", index, embedding: format === "base64" ? base64Vector(vector) : vector };
+  });
   return JSON.stringify({
     object: "list",
     data,
     model,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   });
+}
+
+/** A vector as OpenAI's `base64` encoding writes it: float32 little-endian bytes, base64. */
+export function base64Vector(vector: readonly number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  for (let i = 0; i < vector.length; i++) bytes.writeFloatLE(vector[i]!, i * 4);
+  return bytes.toString("base64");
 }
 
 /** OpenAI's error body shape: `{"error":{"message","type","param","code"}}`. */

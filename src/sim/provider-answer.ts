@@ -74,7 +74,8 @@ export function readProviderCall(kind: ProviderKind, body: Buffer, o: ProviderAn
 /** The full body of the 200 answer to `call` (for a stream: every SSE event through `[DONE]`). */
 export function providerAnswerBody(kind: ProviderKind, call: ProviderCall, o: ProviderAnswerOptions): string {
   const p = call.request;
-  if (kind === "embedding") return embeddingBody(p.model, p.inputs, PROVIDER_EMBEDDING_DIMS, p.promptTokens);
+  if (kind === "embedding")
+    return embeddingBody(p.model, p.inputs, PROVIDER_EMBEDDING_DIMS, p.promptTokens, p.encodingFormat);
   const n = call.outputTokens;
   const key = contentKey(p.model, p.promptText);
   const meta = replyMeta(kind, p.model, key);

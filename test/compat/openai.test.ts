@@ -88,11 +88,23 @@ describe("the openai client through sluice", SUITE, () => {
     const res = await client.embeddings.create({
       model: "qwen",
       input: ["one", "two"],
-      // The sim answers floats; the SDK's default (base64) would ask it for a string.
       encoding_format: "float",
     });
     assert.equal(res.data.length, 2);
     assert.deepEqual(res.data[1]!.embedding, simEmbedding("qwen", "two", 8));
+    await assertNothingLeft(stack);
+  });
+
+  test("embeddings.create with the SDK's default encoding (base64) decodes to the same vectors", async () => {
+    // No encoding_format: the SDK asks for base64 and decodes it (the demo once answered [0, 0]).
+    const res = await client.embeddings.create({ model: "qwen", input: ["one", "two"] });
+    assert.equal(res.data.length, 2);
+    const expected = Array.from(new Float32Array(simEmbedding("qwen", "two", 8)));
+    assert.deepEqual(res.data[1]!.embedding, expected);
+    assert.ok(
+      expected.some((x) => x !== 0),
+      "the expected vector is not all zeros",
+    );
     await assertNothingLeft(stack);
   });
 
