@@ -9,6 +9,7 @@ import type { Budget, ConcurrencyBudget } from "../core/budget.js";
 import type { Path } from "../core/path.js";
 import { Pod } from "../core/pod.js";
 import { INTERACTIVE, type Rank } from "../core/priority.js";
+import { HoldBack } from "./fleet-holdback.js";
 import { FleetKeyBudget } from "./fleet-key-budget.js";
 import { freedBy } from "./fleet-releases.js";
 
@@ -31,11 +32,10 @@ export class FleetMirror {
   /** Release messages heard per key, ever: to discount those a script's answer may predate. */
   readonly #heard = new Map<string, number>();
   /**
-   * Better waiters of other replicas folded into a lane budget's `others` after a grant was
-   * refused to leave room for them: this replica holds back until they leave (a message on the
-   * waiters channel) or the next answer from Redis says otherwise.
+   * The room left on lane budgets for other replicas, folded into `others`: their better waiters
+   * after a refusal, and the lane beyond this replica's fair share while they wait (`HoldBack`).
    */
-  readonly #ahead = new Map<string, number>();
+  readonly #hold = new HoldBack();
   /** Each path's fleet part, per start (`#shape`). */
   #shapes = new WeakMap<Path, PathShape[]>();
   /** A look at the waiters is scheduled (`lookAgainSoon`). */
@@ -159,25 +159,26 @@ export class FleetMirror {
   }
 
   /**
-   * A grant on `key` (a lane budget) was refused with `better` waiters of other replicas ahead of
-   * it: count them as held, so this replica's passes leave their room too (no refusal loop).
+   * A lane grant's answer (`reply`, ranked: its last two are the better waiters of other replicas
+   * and the lane's limit less this replica's fair share): a refusal leaves room for those waiters,
+   * and any answer keeps this replica's passes within its share (`HoldBack`), so it neither
+   * refuses in a loop nor takes the room it leaves.
    */
-  ahead(key: string, better: number): void {
+  laneAnswer(key: string, reply: readonly unknown[], granted: boolean): void {
     const budget = this.#byKey.get(key);
-    if (budget === undefined || better <= 0) return;
-    budget.others += better - (this.#ahead.get(key) ?? 0);
-    this.#ahead.set(key, better);
+    if (budget === undefined) return;
+    if (!granted) this.#hold.ahead(key, budget, Number(reply.at(-2)));
+    this.#hold.floor(key, budget, Number(reply.at(-1)));
   }
 
-  /** Waiters of another replica left the lane budget whose waiters hash is `waitKey`: true when this replica held back for them. */
-  aheadLeft(waitKey: string): boolean {
+  /**
+   * Waiters of another replica left the lane budget whose waiters hash is `waitKey` (`none`: all
+   * of them): true when this replica held back for them, and now looks again.
+   */
+  waitersLeftOn(waitKey: string, none: boolean): boolean {
     const key = waitKey.replace(`${this.tag}:w:`, `${this.tag}:b:`);
-    const held = this.#ahead.get(key);
     const budget = this.#byKey.get(key);
-    if (held === undefined || budget === undefined) return false;
-    this.#ahead.delete(key);
-    budget.others = Math.max(0, budget.others - held);
-    return true;
+    return budget !== undefined && this.#hold.left(key, budget, none);
   }
 
   /** How many release messages have been heard on each of `keys` so far. */
@@ -210,8 +211,14 @@ export class FleetMirror {
           ? 0
           : (this.#heard.get(keys[i]!) ?? 0) - heardBefore[i]!;
       const others = Math.max(0, Number(counts[i] ?? 0) - since);
-      if (keys !== undefined) this.#ahead.delete(keys[i]!); // a fresh answer: no waiters folded in
-      if (others < b.others) freed = true;
+      if (keys === undefined) {
+        if (others < b.others) freed = true;
+        b.others = others;
+        return;
+      }
+      const key = keys[i]!;
+      if (others < this.#hold.unpadded(key, b)) freed = true;
+      this.#hold.fresh(key); // a fresh answer: nothing folded in (a lane grant's answer folds again)
       b.others = others;
     });
     if (freed) this.lookAgainSoon();
@@ -242,7 +249,10 @@ export class FleetMirror {
   waitersLeft(message: string, replica: string): boolean {
     if (message.startsWith(`${replica}\n`)) return false;
     let any = false;
-    for (const key of message.split("\n").slice(1)) any = this.aheadLeft(key) || any;
+    for (const line of message.split("\n").slice(1)) {
+      const [key = "", left] = line.split(" ");
+      any = this.waitersLeftOn(key, left === "0") || any;
+    }
     return any;
   }
 
@@ -259,14 +269,17 @@ export class FleetMirror {
       this.#heard.set(key, (this.#heard.get(key) ?? 0) + count);
       const budget = this.#byKey.get(key);
       if (budget === undefined) continue;
-      budget.others = Math.max(0, budget.others - count);
-      any = true;
+      const before = budget.others;
+      // Under a fair-share floor the real count moves, the room this replica sees does not.
+      this.#hold.set(key, budget, Math.max(0, this.#hold.unpadded(key, budget) - count));
+      any = budget.others < before || any;
     }
     return any;
   }
 
   /** Redis is unreachable under `local`: each budget keeps 1 ÷ `replicas` of its limit here. */
   enterOutage(replicas: number): void {
+    this.#hold.clear();
     for (const budget of this.#byKey.values()) {
       const limit = limitFor(budget, INTERACTIVE);
       // An account with no in-flight cap has no limit to divide.
@@ -276,6 +289,7 @@ export class FleetMirror {
 
   /** Back from an outage: the next script's answer sets `others` again. */
   leaveOutage(): void {
+    this.#hold.clear();
     for (const budget of this.#byKey.values()) budget.others = 0;
   }
 

@@ -74,9 +74,10 @@ describe("fleet wake-up", { timeout: 4 * BOUND_MS }, () => {
       );
       const kept = proxy.holdReplies();
       // Y gives a slot back and takes it again in the same write (release first): the release's
-      // message wakes X's waiter, whose grant Redis then refuses.
+      // message wakes X's waiter, whose grant Redis then refuses. (Interactive: a class better
+      // than X's waiter, so Y's fair share of the lane does not leave the slot to X instead.)
       l1.release();
-      const y3 = gy.acquire("chat");
+      const y3 = gy.acquire("chat", { priority: "interactive" });
       await within("X's grant refused (its answer kept)", kept);
       const held = await within("Y's new call granted", y3);
       l2.release(); // heard by X before the refusal: its pass finds the waiter still asking

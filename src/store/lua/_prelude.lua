@@ -69,17 +69,25 @@ end
 
 -- Waiters the other live replicas advertise on a lane budget ({P}:w:<budget> hash: replica id ->
 -- "interactive default bulk" counts, effective classes), summed per class: { interactive,
--- default, bulk }. Fields of dead replicas are dropped on the way, like their counts.
+-- default, bulk }; and, per class, how many of those replicas have a waiter of that class or a
+-- better one (their rivals for a call of the class: fair_share). Fields of dead replicas are
+-- dropped on the way, like their counts.
 local function waiting_by_class(replicas_key, key, replica, now)
   local fields = redis.call('HGETALL', key)
   local counts = { 0, 0, 0 }
+  local rivals = { 0, 0, 0 }
   for i = 1, #fields, 2 do
     local other = fields[i]
     if other ~= replica then
       if alive(replicas_key, other, now) then
         local class = 1
+        local waits = false
         for n in string.gmatch(fields[i + 1], '%d+') do
-          if class <= 3 then counts[class] = counts[class] + tonumber(n) end
+          if class <= 3 then
+            counts[class] = counts[class] + tonumber(n)
+            waits = waits or tonumber(n) > 0
+            if waits then rivals[class] = rivals[class] + 1 end
+          end
           class = class + 1
         end
       else
@@ -87,7 +95,20 @@ local function waiting_by_class(replicas_key, key, replica, now)
       end
     end
   end
-  return counts
+  return counts, rivals
+end
+
+-- Fairness within a class across replicas (issue 22): while `rivals` other replicas wait on a
+-- lane with calls of class `rank` or better, a replica holds at most an equal share of the
+-- lane's `limit` for this call, rounded up (so the shares together never leave a slot idle).
+-- Without it, the replica whose call ended granted its own next waiter before the other
+-- replicas heard of the release, and whoever held the slots kept them. An interactive call is
+-- never held back: a waiter advertised as interactive may be a bulk call aged there, which
+-- cannot use the interactive reserve, so room left for it could stay idle.
+local function fair_share(limit, rivals, rank)
+  local n = rivals[rank + 1]
+  if n == 0 or rank == 0 then return limit end
+  return math.ceil(limit / (n + 1))
 end
 
 -- Of `counts` (waiting_by_class), the waiters of a class strictly better than `rank` (0 = interactive).
@@ -97,7 +118,3 @@ local function better_than(counts, rank)
   return sum
 end
 
--- The other live replicas' waiters on a lane budget of a class strictly better than `rank`.
-local function better_waiting(replicas_key, key, replica, rank, now)
-  return better_than(waiting_by_class(replicas_key, key, replica, now), rank)
-end

@@ -10,8 +10,8 @@
 --                heartbeat re-writes them)
 -- ARGV[4]        '1' when this replica has a waiter on some lane, else '0'
 -- ARGV[5..n+4]   this replica's counts on each hash, '' when none waits there (the field goes)
--- Publishes "replica\nkey…" of the hashes whose total went down: a replica that left room for
--- those waiters looks again. Dead replicas' fields are ignored (and dropped) by the grant script;
+-- Publishes "replica\n<key> <waiters left>…" of the hashes whose total went down: a replica that
+-- left room for those waiters, or held back at its fair share while they waited, looks again. Dead replicas' fields are ignored (and dropped) by the grant script;
 -- their index entries expire here.
 -- Returns { how many hashes went down, ms until the soonest lease of another live replica ends
 --           (-1 when there is none) }: a waiting replica looks at the fleet again then, so the
@@ -44,7 +44,7 @@ for i = 3, #KEYS do
     redis.call('HSET', KEYS[i], replica, new)
     redis.call('PEXPIRE', KEYS[i], ttl)
   end
-  if total(new) < total(old) then fewer[#fewer + 1] = KEYS[i] end
+  if total(new) < total(old) then fewer[#fewer + 1] = KEYS[i] .. ' ' .. total(new) end
 end
 if ARGV[2] ~= '' and #fewer > 0 then
   redis.call('PUBLISH', ARGV[2], replica .. '\n' .. table.concat(fewer, '\n'))

@@ -11,13 +11,14 @@
 -- lane's waiters hash (0 for none) and the call's effective class (0 = interactive).
 -- Returns one answer per grant, as grant-path.lua answers one: { 1 when granted, or -i when
 -- budget i had no room; then for each budget the calls the other live replicas hold on it; with
--- a waiters hash, last, the better waiters of the other replicas }.
+-- a waiters hash, last, the better waiters of the other replicas and the lane's limit less this
+-- replica's fair share (fair_share) }.
 -- Error SLUICE_UNKNOWN_REPLICA as grant.lua (for every grant of the call).
 local replicas_key = KEYS[1]
 local replica = ARGV[1]
 local now = now_ms()
 if not alive(replicas_key, replica, now) then return unknown_replica() end
-local total, mine, taken, classes = {}, {}, {}, {}
+local total, mine, taken, classes, rivals = {}, {}, {}, {}, {}
 local answers = {}
 local a = 3
 for g = 1, tonumber(ARGV[2]) do
@@ -25,9 +26,11 @@ for g = 1, tonumber(ARGV[2]) do
   local w = tonumber(ARGV[a + 2 * n + 1])
   local rank = tonumber(ARGV[a + 2 * n + 2])
   local better = 0
+  local share = tonumber(ARGV[a + 2])
   if w > 0 then
-    if classes[w] == nil then classes[w] = waiting_by_class(replicas_key, KEYS[w], replica, now) end
+    if classes[w] == nil then classes[w], rivals[w] = waiting_by_class(replicas_key, KEYS[w], replica, now) end
     better = better_than(classes[w], rank)
+    share = fair_share(tonumber(ARGV[a + 2]), rivals[w], rank)
   end
   local reply = { 1 }
   local full = 0
@@ -40,8 +43,10 @@ for g = 1, tonumber(ARGV[2]) do
     end
     reply[i + 1] = total[k] - mine[k]
     if full == 0 and total[k] >= limit then full = i end
-    -- The lane (first budget) leaves room for better waiters of other replicas (grant-path.lua).
+    -- The lane (first budget) leaves room for better waiters of other replicas, and holds no
+    -- more than this replica's fair share while others wait (grant-path.lua).
     if full == 0 and i == 1 and w > 0 and total[k] + better >= limit then full = 1 end
+    if full == 0 and i == 1 and w > 0 and mine[k] >= share then full = 1 end
   end
   if full > 0 then
     reply[1] = -full
@@ -53,7 +58,10 @@ for g = 1, tonumber(ARGV[2]) do
       taken[k] = taken[k] + 1
     end
   end
-  if w > 0 then reply[n + 2] = better end
+  if w > 0 then
+    reply[n + 2] = better
+    reply[n + 3] = tonumber(ARGV[a + 2]) - share
+  end
   answers[g] = reply
   a = a + 2 * n + 3
 end

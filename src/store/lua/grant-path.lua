@@ -15,11 +15,14 @@
 -- budget (the lane's, `{P}:w:<budget>`) and ARGV[c+3b+4] this call's effective class (0 =
 -- interactive). Then the first budget also refuses when its calls in flight plus the waiters
 -- other live replicas advertise there with a strictly better class reach its limit: room is
--- left for them.
+-- left for them; and when this replica holds its fair share there while other replicas wait
+-- with calls of this class or better (fair_share): the rest is theirs.
 -- Returns { 1 when granted, or -i when the i-th budget (concurrency, then buckets, then pauses,
 --           1-based) had no room; then for each concurrency budget the calls the other live
 --           replicas hold on it; each bucket's level after this call (a string); each pause's
---           ms left (0 when none); with the waiters hash, last, those better waiters }.
+--           ms left (0 when none); with the waiters hash, last, those better waiters and the
+--           lane's limit less this replica's fair share (0 while no other replica waits there
+--           with this class or better): the room its own passes leave until Redis says otherwise }.
 -- Error SLUICE_UNKNOWN_REPLICA as grant.lua.
 local replicas_key = KEYS[1]
 local replica = ARGV[1]
@@ -34,13 +37,19 @@ if not alive(replicas_key, replica, now) then return unknown_replica() end
 local reply = { 1 }
 local full = 0
 local better = 0
-if ranked and c > 0 then better = better_waiting(replicas_key, KEYS[#KEYS], replica, rank, now) end
+local share = tonumber(ARGV[4])
+if ranked and c > 0 then
+  local counts, rivals = waiting_by_class(replicas_key, KEYS[#KEYS], replica, now)
+  better = better_than(counts, rank)
+  share = fair_share(tonumber(ARGV[4]), rivals, rank)
+end
 for i = 1, c do
   local key = KEYS[i + 1]
   local total, mine = inflight(replicas_key, key, now, replica)
   reply[i + 1] = total - mine
   if full == 0 and total >= tonumber(ARGV[i + 3]) then full = i end
   if full == 0 and i == 1 and total + better >= tonumber(ARGV[4]) then full = 1 end
+  if full == 0 and i == 1 and mine >= share then full = 1 end
 end
 local levels = {}
 for j = 1, b do
@@ -71,5 +80,8 @@ else
 end
 for j = 1, b do reply[c + j + 1] = tostring(levels[j]) end
 for p = 1, #pauses do reply[c + b + p + 1] = pauses[p] end
-if ranked then reply[c + b + #pauses + 2] = better end
+if ranked then
+  reply[c + b + #pauses + 2] = better
+  reply[c + b + #pauses + 3] = math.max(0, tonumber(ARGV[4]) - share)
+end
 return reply
