@@ -52,7 +52,8 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
     "replica-kill": {
       during: none,
       after: none,
-      afterMs: lease + hb,
+      // From the SIGKILL: its last heartbeat was before it, so its lease ends within lease_ttl_s.
+      afterMs: lease,
       waitersExempt: true,
       source: "Crash safety: a killed replica's calls stop counting within lease_ttl_s of its last heartbeat",
       documented: true,

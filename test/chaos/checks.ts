@@ -13,7 +13,7 @@ export function overshootFailure(c: CauseLine): string | undefined {
   return (
     `${c.cause}: ${c.violations.length} stretch(es) over the bound, worst ${worst.gauge} ${worst.seen} against limit ` +
     `${worst.limit} + ${worst.allowed} allowed ${worst.phase === "after" ? "after the fault was lifted" : "while it was in force"}, ` +
-    `for ${Math.round(worst.ms)} ms (${c.source})`
+    `for ${Math.round(worst.ms)} ms at ${worst.atS} s, after ${worst.after} (${c.source})`
   );
 }
 

@@ -5,7 +5,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import type { TcpProxy } from "../store/tcp-proxy.js";
-import { now } from "./ledger.js";
+import { type Ledger, now } from "./ledger.js";
 import type { Rng } from "./random.js";
 import type { ChaosRedis } from "./redis.js";
 import type { Replica } from "./replicas.js";
@@ -43,6 +43,8 @@ export interface FaultTarget {
   readonly shape: FleetShape;
   readonly redis: ChaosRedis;
   readonly replicas: readonly Replica[];
+  /** What runs at the pods now, so a fault can hit the replica where it hurts most. */
+  readonly ledger: Ledger;
   /** The proxy between replica i and Redis. */
   readonly proxies: readonly TcpProxy[];
   /** Replica i's config with a harmless setting changed (`variant`), for a reload. */
@@ -54,22 +56,27 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function inject(kind: FaultKind, target: FaultTarget, rng: Rng): Promise<FaultRecord> {
   const startAt = now();
   const lease = target.shape.leaseTtlMs;
-  const up = target.replicas.filter((r) => r.state === "up");
-  const replica = up.length > 0 ? rng.pick(up) : target.replicas[0]!;
-  const done = (detail: string, hit?: number): FaultRecord => ({
+  // A replica fault hits the replica with the most calls running at the pods that outlive it
+  // (a pause past the lease: calls longer than the lease), where defects show (issue 22 §2, §4).
+  const outlives = kind === "pause-long" ? lease : 0;
+  const replica = victim(target, rng, outlives);
+  const done = (detail: string, hit?: number, liftedAt = now()): FaultRecord => ({
     kind,
     detail,
     ...(hit === undefined ? {} : { replica: hit }),
     startAt,
-    liftedAt: now(),
+    liftedAt,
   });
   switch (kind) {
     case "replica-kill": {
+      // The fault is the kill itself; its bound runs from it (the lease ends within lease_ttl_s
+      // of it). The restart is a new replica joining, which owes nothing.
       const downMs = rng.between(300, 2000);
       await replica.kill();
+      const killedAt = now();
       await sleep(downMs);
       await replica.start();
-      return done(`replica ${replica.index} SIGKILL, restarted after ${s(downMs)}`, replica.index);
+      return done(`replica ${replica.index} SIGKILL, restarted after ${s(downMs)}`, replica.index, killedAt);
     }
     case "pause-short":
     case "pause-long": {
@@ -125,6 +132,18 @@ export async function inject(kind: FaultKind, target: FaultTarget, rng: Rng): Pr
       return done(`replica ${replica.index} SIGHUP (queue_timeout_s rewritten)`, replica.index);
     }
   }
+}
+
+/** The up replica holding the most calls at the pods with more than `leftMs` to run (ties: random). */
+function victim(target: FaultTarget, rng: Rng, leftMs: number): Replica {
+  const held = new Map<number, number>();
+  const t = now();
+  for (const c of target.ledger.calls.values())
+    if (c.podStartAt !== undefined && c.podEndAt === undefined && c.podStartAt + c.serviceMs - t > leftMs)
+      held.set(c.replica, (held.get(c.replica) ?? 0) + 1);
+  const up = rng.shuffle(target.replicas.filter((r) => r.state === "up"));
+  if (up.length === 0) return target.replicas[0]!;
+  return up.reduce((best, r) => ((held.get(r.index) ?? 0) > (held.get(best.index) ?? 0) ? r : best));
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

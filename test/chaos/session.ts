@@ -119,7 +119,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosRun> {
 
     const traffic = new Traffic(shape, replicas, ledger, rng.fork(1), options.traffic);
     const faultRng = rng.fork(2);
-    const target: FaultTarget = { shape, redis, replicas, proxies, configFor };
+    const target: FaultTarget = { shape, redis, replicas, proxies, ledger, configFor };
     const faults: FaultRecord[] = [];
     const trafficFrom = now();
     traffic.start();

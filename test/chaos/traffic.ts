@@ -4,6 +4,11 @@
  * (sometimes longer than the lease, so a paused replica's calls outlive it), a stream or not, and
  * sometimes going away before the answer (while queued or while running). Every call has an id
  * the pods count by; the ledger gets how each ended.
+ *
+ * The load comes in waves: a lull (every client holds its next call, so the calls running end
+ * while nobody waits, and their releases go unannounced) and then a burst (every client sends at
+ * once, often all to one replica, and in some waves with mostly long calls) — the shape that left
+ * waiters stuck with room in the fleet (issue 22 §1), besides the steady contention between them.
  */
 import { Agent, request } from "undici";
 import type { CallEnd, Ledger } from "./ledger.js";
@@ -30,6 +35,18 @@ export class Traffic {
   #loops: Promise<void>[] = [];
   #seq = 0;
   readonly #agent = new Agent({ connections: 256, keepAliveTimeout: 1000 });
+  /** While a lull lasts: resolves when it ends. */
+  #lull: Promise<void> | null = null;
+  /** The replica the first call of each client after a lull goes to, if the burst is focused. */
+  #focus: Replica | undefined;
+  #waves: Promise<void> | null = null;
+  /** Whether this wave's calls are mostly long (longer than a heartbeat, many past the lease). */
+  #longWave = false;
+  #stop = () => {};
+  /** Resolves when `stop()` is called: the waves end at once. */
+  readonly #stopped = new Promise<void>((resolve) => {
+    this.#stop = resolve;
+  });
 
   constructor(
     readonly shape: FleetShape,
@@ -41,23 +58,47 @@ export class Traffic {
 
   start(): void {
     this.#running = true;
+    this.#waves = this.#wave();
     for (let i = 0; i < this.options.loops; i++) this.#loops.push(this.#loop(i));
   }
 
   /** Stops sending and resolves once every client has its last answer. */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#stop();
+    await this.#waves;
     await Promise.all(this.#loops);
     this.#loops = [];
     await this.#agent.close();
   }
 
+  /** Flow for 2–6 s, a lull of 0.2–1.5 s (often inside one heartbeat), a burst; until the traffic stops. */
+  async #wave(): Promise<void> {
+    while (this.#running) {
+      await Promise.race([sleep(this.rng.between(2000, 6000)), this.#stopped]);
+      if (!this.#running) break;
+      let open = () => {};
+      this.#lull = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      await Promise.race([sleep(this.rng.between(200, 1500)), this.#stopped]);
+      this.#focus = this.rng.chance(0.5) ? this.rng.pick(this.replicas) : undefined;
+      this.#longWave = this.rng.chance(0.3);
+      this.#lull = null;
+      open();
+    }
+  }
+
   async #loop(client: number): Promise<void> {
     while (this.#running) {
-      const replica = this.rng.pick(this.replicas);
+      let replica = this.rng.pick(this.replicas);
+      if (this.#lull !== null) {
+        await this.#lull;
+        replica = this.#focus ?? replica;
+      }
       const slept = await this.#call(client, replica);
       const [lo, hi] = this.options.thinkMs;
-      await new Promise((r) => setTimeout(r, slept ? 250 : this.rng.between(lo, hi)));
+      await sleep(slept ? 250 : this.rng.between(lo, hi));
     }
   }
 
@@ -71,8 +112,9 @@ export class Traffic {
         : rng.chance(0.6)
           ? "default"
           : "bulk";
-    // Mostly short calls; one in eight outlives the lease (a paused replica's calls keep running).
-    const serviceMs = rng.chance(0.125)
+    // Mostly short calls; one in five outlives the lease (a paused replica's calls keep running),
+    // most in a long wave (where a waiter left stuck behind them would wait seconds, not a turn).
+    const serviceMs = rng.chance(this.#longWave ? 0.7 : 0.15)
       ? Math.round(rng.between(this.shape.leaseTtlMs * 1.2, this.shape.leaseTtlMs * 1.8))
       : Math.round(rng.between(80, 1200));
     const stream = rng.chance(this.options.streamShare);
@@ -128,6 +170,8 @@ export class Traffic {
     return end === "connection";
   }
 }
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function codeOf(body: string): string {
   try {
