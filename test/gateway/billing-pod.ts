@@ -97,19 +97,27 @@ export async function startBillingPod(options: { holdMs?: number } = {}): Promis
   };
 }
 
-/** The prompt as this pod bills it: the tokenizer over every string but the model and media payloads. */
+/**
+ * The prompt as this pod bills it: the tokenizer over every string but the model and media
+ * payloads. Walked with a stack, so a body nested 100 000 deep is billed, not a stack overflow.
+ */
 function billedPrompt(body: Record<string, unknown>, countTokens: (text: string) => number): number {
   const texts: string[] = [];
   let messages = 0;
-  const visit = (value: unknown, key: string): void => {
+  const stack: [unknown, string][] = Object.entries(body)
+    .reverse()
+    .map(([k, v]) => [v, k]);
+  while (stack.length > 0) {
+    const [value, key] = stack.pop()!;
     if (typeof value === "string") {
       if (key !== "model" && !value.startsWith("data:")) texts.push(value);
-    } else if (Array.isArray(value)) for (const v of value) visit(v, key);
-    else if (value !== null && typeof value === "object") {
+    } else if (Array.isArray(value)) {
+      for (let i = value.length - 1; i >= 0; i--) stack.push([value[i], key]);
+    } else if (value !== null && typeof value === "object") {
       if (key === "messages") messages++;
-      for (const [k, v] of Object.entries(value)) visit(v, k);
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i]![1], entries[i]![0]]);
     }
-  };
-  for (const [k, v] of Object.entries(body)) visit(v, k);
+  }
   return countTokens(texts.join("")) + 4 * messages;
 }

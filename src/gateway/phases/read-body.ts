@@ -3,7 +3,8 @@
  * all requests together (413 past either). A declared `Content-Length` over the bound is refused
  * before one byte is read, and a body must arrive within `body_timeout_s` of when reading starts
  * (slowloris). A JSON body is scanned as it arrives (json-guard.ts): past `max_json_depth` or
- * `max_json_values` it is refused 400 at the chunk that crossed the bound, the rest discarded.
+ * `max_json_values` it stops being buffered at the chunk that crossed the bound, the rest is
+ * dropped as it arrives, and it is refused 400 at its last byte ({@link bufferBody}).
  *
  * The body is buffered (issue 21) when the lane comes from it, when a token budget is on the
  * lane's path (metered.ts: the estimate needs it, whatever header named the lane), and when
@@ -75,8 +76,15 @@ export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number):
 
 /**
  * Reads the whole body into `into`, charging its bytes to `budget` as they arrive, and feeding
- * them to `guard` (a JSON body's bounds) when there is one; resolves true. On success the caller gives `into.bodyBytes` back when the request ends; on failure they
- * are given back here and the promise rejects with the 413/408 `HttpError`.
+ * them to `guard` (a JSON body's bounds) when there is one; resolves true. On success the caller
+ * gives `into.bodyBytes` back when the request ends; on failure they are given back here and the
+ * promise rejects with the 413/408 `HttpError`, or the guard's 400.
+ *
+ * A body over the guard's bounds stops being buffered at the chunk that crossed them (its bytes
+ * are given back at once) and the rest is read and dropped; the 400 is sent at its last byte.
+ * Sent earlier, it would be followed by the close that ends an unread upload, and a client still
+ * writing gets a connection reset instead of the answer. `max_body_bytes` and `body_timeout_s`
+ * still bound what is dropped.
  */
 export function bufferBody(
   req: IncomingMessage,
@@ -89,6 +97,9 @@ export function bufferBody(
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    /** Bytes held and charged to `budget` (none once the guard refused the body). */
+    let held = 0;
+    let refused: Error | null = null;
     // A body trickled slower than body_timeout_s is cut off (slowloris bodies).
     const timer = setTimeout(() => {
       fail(
@@ -96,10 +107,14 @@ export function bufferBody(
       );
       req.socket.destroySoon();
     }, bodyTimeoutMs);
+    const release = () => {
+      budget.used -= held;
+      held = 0;
+      chunks.length = 0;
+    };
     const fail = (error: Error) => {
       clearTimeout(timer);
-      budget.used -= size;
-      size = 0;
+      release();
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
@@ -109,6 +124,11 @@ export function bufferBody(
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
+      if (refused !== null) {
+        if (size > maxBodyBytes) fail(refused);
+        return;
+      }
+      held += chunk.length;
       budget.used += chunk.length;
       if (size > maxBodyBytes) {
         return fail(new HttpError(413, "body_too_large", `the body exceeds ${maxBodyBytes} bytes`, "body"));
@@ -127,12 +147,15 @@ export function bufferBody(
         try {
           guard.feed(chunk);
         } catch (error) {
-          return fail(error as Error);
+          refused = error as Error;
+          release();
+          return;
         }
       }
       chunks.push(chunk);
     };
     const onEnd = () => {
+      if (refused !== null) return fail(refused);
       clearTimeout(timer);
       into.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       into.bodyBytes = size;
