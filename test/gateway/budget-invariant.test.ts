@@ -176,6 +176,9 @@ function violations(e: RunEvidence): string[] {
   const limit = billingLimit(e);
   if (total > limit) out.push(`the provider billed ${total} tokens, over the bound ${Math.floor(limit)}`);
 
+  // used_1m sums the last minute: a run that took longer (a machine stalled for a minute) says
+  // nothing about the agreement.
+  if (e.spanMs > 55_000) out.push(`the run took ${Math.round(e.spanMs)} ms: used_1m no longer covers it`);
   // The gateway's count: exact for calls reconciled with usage; for calls whose client left,
   // anywhere from the prompt alone to the prompt plus the call's output bound.
   const gone = e.billed.filter((b) => b.gone || byId.get(b.id)?.left);
