@@ -58,7 +58,7 @@ export class Authenticator {
       throw new HttpError(
         401,
         "unauthorized",
-        "this gateway has no client keys and accepts unauthenticated calls only from this host (set auth.open: true or configure auth.keys; behind a proxy on this host, see trust_proxy)",
+        "this gateway has no client keys and accepts unauthenticated calls only from loopback (set auth.open: true or configure auth.keys; a call forwarded by a proxy is not loopback unless trust_proxy names the proxy)",
       );
     }
     const token = Authenticator.bearer(header);
@@ -86,7 +86,7 @@ export class Authenticator {
     throw new HttpError(
       401,
       "unauthorized",
-      "admin routes need an admin key from anywhere but this host (a call forwarded by a proxy is not local unless trust_proxy names the proxy)",
+      "admin routes need an admin key off loopback (a call forwarded by a proxy is not loopback unless trust_proxy names the proxy)",
       "header:authorization",
     );
   }
