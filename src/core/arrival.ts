@@ -7,7 +7,7 @@
 import type { ArrivalBudget } from "./budget.js";
 import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
-import { BULK, type Rank } from "./priority.js";
+import { BULK, INTERACTIVE, type Rank } from "./priority.js";
 import { MINUTE_MS } from "./rate-budget.js";
 import { bucketsOf } from "./rate-limits.js";
 import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
@@ -41,9 +41,19 @@ export function shedVictim<T extends QueueNode>(
   return newer !== null && newer.arrivedAt >= arrivedAt ? newer : null;
 }
 
-/** The queue-full refusal for a caller at `position`, with the lane's numbers and a Retry-After from its drain rate. */
-export function queueFull(lane: Lane, position: number, reason: QueueFullError["reason"]): QueueFullError {
+/**
+ * The queue-full refusal for a caller of class `rank` at `position`, with the lane's numbers, a
+ * Retry-After from its drain rate, and the free slots its class may not use (the reserve).
+ */
+export function queueFull(
+  lane: Lane,
+  position: number,
+  reason: QueueFullError["reason"],
+  rank: Rank,
+): QueueFullError {
   const width = lane.width;
+  const free = Math.max(0, width - lane.inflight);
+  const reserved = rank === INTERACTIVE ? 0 : Math.min(free, lane.budget.reserve);
   return new QueueFullError(
     lane.name,
     lane.inflight,
@@ -52,6 +62,7 @@ export function queueFull(lane: Lane, position: number, reason: QueueFullError["
     width,
     retryAfterMs(position, width, lane.hold),
     reason,
+    reserved,
   );
 }
 

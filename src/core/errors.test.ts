@@ -37,6 +37,15 @@ const table = [
     numbers: ["4 in flight", "8/8", "2500"],
   },
   {
+    // A default call refused with one slot free: that slot is the interactive reserve, and it says so.
+    error: new QueueFullError("chat", 15, 32, 32, 16, 1000, "full", 1),
+    cls: QueueFullError,
+    guard: isQueueFullError,
+    code: "queue_full",
+    status: 429,
+    numbers: ["15/16 in flight", "the free slot is the interactive reserve", "32/32"],
+  },
+  {
     error: new QueueTimeoutError("chat", 30_000, 3, 1000),
     cls: QueueTimeoutError,
     guard: isQueueTimeoutError,

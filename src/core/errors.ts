@@ -54,6 +54,14 @@ export function isSluiceError(value: unknown): value is SluiceError {
   return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
 }
 
+/** How a queue-full message names free slots held back for interactive calls. */
+function reservedNote(reserved: number): string {
+  if (reserved <= 0) return "";
+  return reserved === 1
+    ? "; the free slot is the interactive reserve"
+    : `; the ${reserved} free slots are the interactive reserve`;
+}
+
 /** A lane (or the gateway) is full: nothing was sent upstream, it is safe to retry later. */
 export class QueueFullError extends SluiceError {
   static readonly CODES = ["queue_full"];
@@ -70,9 +78,14 @@ export class QueueFullError extends SluiceError {
     readonly retryAfterMs: number,
     /** Why: `full` (queue at its limit), `shed` (pushed out by a higher class), `expected_wait`. */
     readonly reason: "full" | "shed" | "expected_wait" | "no_wait" = "full",
+    /**
+     * Free slots the refused call could not take because they are the lane's interactive reserve
+     * (0 for an interactive call): a lane "full" at 15/16 says why the 16th was not its.
+     */
+    readonly reserved = 0,
   ) {
     super(
-      `lane ${lane} is full (${inflight}/${width} in flight, ${queued}/${queueLimit} queued` +
+      `lane ${lane} is full (${inflight}/${width} in flight${reservedNote(reserved)}, ${queued}/${queueLimit} queued` +
         `${reason === "shed" ? "; shed for a higher-priority call" : reason === "expected_wait" ? "; expected wait exceeds the queue timeout" : ""}); retry in ${retryAfterMs} ms`,
     );
   }

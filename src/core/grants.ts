@@ -80,7 +80,7 @@ export class Grants {
   protected shed(lane: Lane<Ticket>, victim: Ticket, nowMs: number): void {
     this.remove(lane, victim, nowMs);
     const position = lane.queue.positionForArrival(victim.rank);
-    this.reject(victim, this.refuse(lane, queueFull(lane, position, "shed")));
+    this.reject(victim, this.refuse(lane, queueFull(lane, position, "shed", victim.rank)));
   }
 
   /**

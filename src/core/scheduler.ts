@@ -80,7 +80,7 @@ export class Scheduler extends Grants {
     if (this.grantIfFree(t, nowMs)) return "granted";
     const rate = rateRefusal(lane, t.tokens, nowMs, false, t.rank);
     if (rate !== null) throw this.refuse(lane, rate);
-    throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait");
+    throw queueFull(lane, lane.queue.positionForArrival(t.rank), "no_wait", t.rank);
   }
 
   /** Grants `t` if a pass would grant it now; otherwise changes nothing (no refusal, no event). */
@@ -132,9 +132,9 @@ export class Scheduler extends Grants {
     const position = lane.queue.positionForArrival(rank);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
-      return this.refuse(lane, queueFull(lane, position, "expected_wait"));
+      return this.refuse(lane, queueFull(lane, position, "expected_wait", rank));
     if (lane.queue.size >= lane.settings.queueLimit && shedVictim(lane, rank, arrivedAt) === null)
-      return this.refuse(lane, queueFull(lane, position, "full"));
+      return this.refuse(lane, queueFull(lane, position, "full", rank));
     return null;
   }
 

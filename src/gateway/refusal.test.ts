@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type LaneNumbers, refusalBody } from "./refusal.js";
+import {
+  BreakerOpenError,
+  KeyLimitError,
+  QueueFullError,
+  QuotaPausedError,
+  RateLimitError,
+  StoreUnavailableError,
+} from "../core/errors.js";
+import { type LaneNumbers, refusalBody, wireMessage } from "./refusal.js";
 
 /** What the body was before it was built from parts: the reference. */
 function reference(code: string, message: string, n: LaneNumbers, retryMs: number): string {
@@ -41,5 +49,27 @@ describe("refusal body", () => {
         }
       }
     }
+  });
+});
+
+describe("refusal message", () => {
+  test("names the wait the answer asks for (its jittered Retry-After), not the floor it was drawn from", () => {
+    const floor = 1000;
+    const sent = 1092;
+    const errors = [
+      new QueueFullError("chat", 4, 8, 8, 4, floor, "full"),
+      new KeyLimitError("team-a", 2, 1, 3, floor),
+      new BreakerOpenError("chat", "http://10.0.0.5:8000", floor),
+      new QuotaPausedError("chat", 2, floor),
+      new RateLimitError("chat", "chat", "tokens", 5000, 60_000, 1000, floor, "cannot_cover_in_time"),
+      new StoreUnavailableError("connection refused", floor),
+    ];
+    for (const error of errors) {
+      const message = wireMessage(error, sent);
+      assert.ok(message.endsWith(`retry in ${sent} ms`), `${error.name}: ${message}`);
+      assert.ok(!message.includes(`${floor} ms`), `${error.name} still names the floor: ${message}`);
+    }
+    // The pod address stays out of the client's answer.
+    assert.ok(!wireMessage(errors[2]!, sent).includes("10.0.0.5"));
   });
 });

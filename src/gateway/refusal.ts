@@ -69,17 +69,21 @@ function numbersOf(error: SluiceError, lane: LaneNumbers | undefined): LaneNumbe
   return lane ?? { lane: "", inflight: 0, queued: 0, queueLimit: 0, width: 0 };
 }
 
+/** The wait every capacity error's message ends with (errors.ts), in its unjittered form. */
+const RETRY_IN = /retry in \d+ ms$/;
+
 /**
  * The refusal's message on the wire: the error's own, less what only the operator should see
  * (never a pod address or an internal error text in a client's answer; the pods are in the
- * breaker's log lines and the snapshot).
+ * breaker's log lines and the snapshot), and with the wait the answer really asks for — the
+ * jittered `retryMs` of its headers and `retry_after_ms`, not the floor it was drawn from, so a
+ * client reading any of the three reads one number.
  */
-function wireMessage(error: SluiceError): string {
+export function wireMessage(error: SluiceError, retryMs: number): string {
   if (error instanceof BreakerOpenError)
-    return `every pod of lane ${error.lane} is tripped; retry in ${error.retryAfterMs} ms`;
-  if (error instanceof StoreUnavailableError)
-    return `the fleet store is unavailable; retry in ${error.retryAfterMs} ms`;
-  return error.message;
+    return `every pod of lane ${error.lane} is tripped; retry in ${retryMs} ms`;
+  if (error instanceof StoreUnavailableError) return `the fleet store is unavailable; retry in ${retryMs} ms`;
+  return error.message.replace(RETRY_IN, `retry in ${retryMs} ms`);
 }
 
 /** JSON string literals of lane names and codes: few (the config's and the error classes'), rendered once. */
@@ -143,7 +147,7 @@ export function sendRefusal(
   // The header, the ms header and the body carry the same jittered value.
   const retryMs = jitteredRetryAfterMs(retryAfterOf(error));
   noteRefusal(res.req, performance.now(), retryMs);
-  const body = refusalBody(error.code, wireMessage(error), n, retryMs);
+  const body = refusalBody(error.code, wireMessage(error, retryMs), n, retryMs);
   // A flat [name, value, …] list: writeHead takes it without building and walking an object,
   // which matters on the refusal path (thousands a second under overload).
   const headers: string[] = [
