@@ -5,6 +5,12 @@
  */
 import { type CauseLine, type Receipt, RSS_LIMIT_BYTES } from "./receipt.js";
 
+const PHASE = {
+  steady: "with no fault in force",
+  during: "while the fault was in force",
+  after: "after the fault was lifted",
+} as const;
+
 export function overshootFailure(c: CauseLine): string | undefined {
   if (c.violations.length === 0) return undefined;
   const worst = c.violations.reduce((a, b) =>
@@ -12,7 +18,7 @@ export function overshootFailure(c: CauseLine): string | undefined {
   );
   return (
     `${c.cause}: ${c.violations.length} stretch(es) over the bound, worst ${worst.gauge} ${worst.seen} against limit ` +
-    `${worst.limit} + ${worst.allowed} allowed ${worst.phase === "after" ? "after the fault was lifted" : "while it was in force"}, ` +
+    `${worst.limit} + ${worst.allowed} allowed ${PHASE[worst.phase]}, ` +
     `for ${Math.round(worst.ms)} ms at ${worst.atS} s, after ${worst.after} (${c.source})`
   );
 }
