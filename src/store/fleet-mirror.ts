@@ -277,14 +277,18 @@ export class FleetMirror {
     return any;
   }
 
-  /** Redis is unreachable under `local`: each budget keeps 1 ÷ `replicas` of its limit here. */
-  enterOutage(replicas: number): void {
-    this.#hold.clear();
-    for (const budget of this.#byKey.values()) {
+  /**
+   * Redis is unreachable under `local`: each budget's `others` becomes what `othersFor` leaves this
+   * replica (`fleet-outage.ts`: its share, less what the others held when it last heard).
+   */
+  enterOutage(othersFor: (key: string, limit: number, heard: number) => number): void {
+    for (const [key, budget] of this.#byKey) {
       const limit = limitFor(budget, INTERACTIVE);
+      const heard = this.#hold.real(key, budget); // not the room held back for other replicas
       // An account with no in-flight cap has no limit to divide.
-      budget.others = limit >= UNBOUNDED ? 0 : limit - Math.max(1, Math.floor(limit / replicas));
+      budget.others = limit >= UNBOUNDED ? 0 : othersFor(key, limit, heard);
     }
+    this.#hold.clear();
   }
 
   /** Back from an outage: the next script's answer sets `others` again. */

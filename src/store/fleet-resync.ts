@@ -35,6 +35,11 @@ export class FleetResync {
     this.#generation++;
   }
 
+  /** Whether this replica's fields in Redis are what it holds (nothing failed since the last rewrite). */
+  get exact(): boolean {
+    return !this.#stale;
+  }
+
   /** Whether a grant must wait for the rewrite before it asks Redis. */
   get due(): boolean {
     return this.#stale && this.connected();

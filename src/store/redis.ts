@@ -37,6 +37,7 @@ import { FleetAccounts } from "./fleet-accounts.js";
 import { FleetGrants, grantRequest } from "./fleet-grant.js";
 import { FleetKeys } from "./fleet-keys.js";
 import { FleetMirror } from "./fleet-mirror.js";
+import { FleetOutage } from "./fleet-outage.js";
 import { FleetPods } from "./fleet-pods.js";
 import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
 import { FleetReleases } from "./fleet-releases.js";
@@ -46,6 +47,7 @@ import { MemoryStore } from "./memory.js";
 import { redactedUrl } from "./redacted-url.js";
 import { type BatchedClient, turnPipelined } from "./redis-batch.js";
 import { type FleetConnection, fleetConnections, startOrClose, subscribeKept } from "./redis-connection.js";
+import { routeMessages } from "./redis-messages.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
 import { runScript } from "./redis-scripts.js";
 import type { Store } from "./store.js";
@@ -78,8 +80,9 @@ export class RedisStore implements Store {
   readonly #resync: FleetResync;
   readonly #keys: FleetKeys;
   readonly #link: FleetLink;
-  #mode: FleetStatus["mode"] = "connected";
-  #errors = 0;
+  readonly #outage: FleetOutage; // the mode, `local`'s shares, the settling after an outage
+  readonly #settleChannel: string;
+  #registered = false; // a heartbeat was answered: a re-registration now means Redis forgot us
   #timer: NodeJS.Timeout | undefined;
 
   /** A round trip to Redis failed (`sluice_store_errors_total`). */
@@ -99,6 +102,7 @@ export class RedisStore implements Store {
     this.#replicas = options.expectedReplicas ?? 2;
     const tag = `{${prefix}}`;
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
+    this.#settleChannel = `${tag}:settle`; // a settling replica's roll call (`fleet-shares.ts`)
     this.#mirror = new FleetMirror(tag, () => this.#changes.emit()); // room grew: look again
     this.#rates = new FleetRates(tag);
     [this.#client, this.#subscriber] = fleetConnections(options.url, this.#ttlMs);
@@ -112,8 +116,8 @@ export class RedisStore implements Store {
     const link: FleetLink = {
       client: this.#batched,
       replica: this.replica,
-      connected: () => this.#mode === "connected",
-      failed: () => this.#failed(),
+      connected: () => this.#outage.mode === "connected",
+      failed: () => this.#outage.failed(),
       now: () => this.#clock.now(),
       changed: () => this.#changes.emit(),
     };
@@ -125,6 +129,14 @@ export class RedisStore implements Store {
     this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#beat(false));
     this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
     this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
+    const settle = { channel: this.#settleChannel, beat: () => void this.#beat(false) };
+    this.#outage = new FleetOutage({
+      ...{ policy: this.#policy, replicas: this.#replicas, leaseTtlMs: this.#ttlMs, link },
+      ...{ mirror: this.#mirror, rates: this.#rates, accounts: this.#accounts, resync: this.#resync },
+      errored: () => this.#storeErrors.emit(),
+      beat: () => void this.#beat(false),
+      rollCall: () => void this.#client.publish(settle.channel, this.replica).catch(() => {}),
+    });
     const [mirror, releases, resync, policy] = [this.#mirror, this.#releases, this.#resync, this.#policy];
     const reRegister = () => this.heartbeat();
     this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, reRegister, ...this.#lease });
@@ -132,17 +144,13 @@ export class RedisStore implements Store {
     // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
     // Redis ran before the drop runs twice. This replica's fields are rewritten (`fleet-resync.ts`).
     this.#client.on("close", () => this.#resync.stale());
+    // Back from an outage at once, not at the next heartbeat: until then this replica grants
+    // locally while the others already ask a Redis that does not count its calls.
+    this.#client.on("ready", () => this.#outage.mode !== "connected" && void this.heartbeat());
     this.#subscriber.on("error", () => {});
-    this.#subscriber.on("message", (channel: string, message: string) => {
-      if (channel === this.#pods.channel) this.#pods.receive(message);
-      else if (channel === this.#accounts.channel) this.#accounts.receive(message);
-      // Another replica's waiters left budgets this one held back for, or it released: look again.
-      else if (
-        channel === this.#waiters.channel
-          ? this.#mirror.waitersLeft(message, this.replica)
-          : this.#mirror.releasedBy(message, this.replica)
-      )
-        this.#changes.emit();
+    routeMessages(this.#subscriber, {
+      ...{ pods: this.#pods, accounts: this.#accounts, waiters: this.#waiters, mirror, settle },
+      ...{ replica: this.replica, changes: this.#changes },
     });
   }
 
@@ -159,7 +167,7 @@ export class RedisStore implements Store {
 
   async #connect(): Promise<void> {
     await Promise.all([this.#client.connect(), this.#subscriber.connect()]);
-    const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel];
+    const channels = [this.#pods.channel, this.#waiters.channel, this.#accounts.channel, this.#settleChannel];
     await subscribeKept(this.#subscriber, [this.#releases.channel, ...channels]); // and after reconnects
     await this.heartbeat(); // reads the kept state of the pods served, too
     if (this.#client.status === "end") return; // the start gave up meanwhile (its deadline passed)
@@ -170,6 +178,7 @@ export class RedisStore implements Store {
   /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    this.#outage.shares.stop();
     this.#waiters.stop(); // and its look at the fleet when another replica's lease ends
     await this.#releases.flush(); // the last releases reach Redis before the connection closes
     this.#subscriber.disconnect();
@@ -182,7 +191,7 @@ export class RedisStore implements Store {
   }
 
   status(): FleetStatus {
-    return { replica: this.replica, mode: this.#mode, errors: this.#errors };
+    return { replica: this.replica, mode: this.#outage.mode, errors: this.#outage.errors };
   }
 
   concurrency(key: string, limit: number, reserve = 0, name = key): ConcurrencyBudget {
@@ -243,7 +252,10 @@ export class RedisStore implements Store {
     const fleet = this.#mirror.fleetPart(path, rank, from);
     const metered = this.#rates.part(path, cost, from, rank);
     if (fleet.keys.length === 0 && metered === null) return true;
-    if (this.#mode === "open" || this.#mode === "local") return this.#heldLocally(fleet.keys, metered);
+    if (this.#outage.mode === "open" || this.#outage.mode === "local")
+      return this.#heldLocally(fleet.keys, metered);
+    // Settling after an outage or a flush: not past this replica's share until the others' calls are counted.
+    if (this.#outage.holdsBack(fleet.keys, fleet.limits, metered)) return false;
     const heard = this.#mirror.heard(fleet.keys);
     this.#releases.flushFor(fleet.keys, fleet.spare);
     // A release still unsent, or given while the grant is asked, reaches Redis after it: if that
@@ -255,15 +267,15 @@ export class RedisStore implements Store {
     try {
       reply = await this.#grants.askKnown(grantRequest(fleet, this.#lease, metered, effective));
     } catch (error) {
-      this.#failed();
+      this.#outage.failed();
       this.#resync.answered();
-      if (this.#mode !== "closed") return this.#heldLocally(fleet.keys, metered);
+      if (this.#outage.mode !== "closed") return this.#heldLocally(fleet.keys, metered);
       this.#rates.unreached(metered, this.#clock.now());
       throw new StoreUnavailableError(
         `fleet store ${this.description} unreachable: ${(error as Error).message}`,
       );
     }
-    this.#ok();
+    this.#outage.ok();
     const granted = (reply[0] as number) > 0;
     this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
     const others = reply.slice(1, 1 + fleet.keys.length) as number[];
@@ -300,7 +312,7 @@ export class RedisStore implements Store {
     const keys = this.#mirror.fleetKeys(path, from);
     if (keys.length === 0) return;
     this.#mirror.confirmed(keys, -1);
-    if (this.#mode === "connected") this.#releases.add(keys); // else the rewrite after the outage has it
+    if (this.#outage.mode === "connected") this.#releases.add(keys); // else the rewrite after the outage has it
   }
 
   /**
@@ -335,24 +347,28 @@ export class RedisStore implements Store {
     const rewrite = this.#resync.begin(); // after an outage: every field of this replica, known or not
     const { keys, counts, budgets } = this.#mirror.all();
     const heard = this.#mirror.heard(keys);
+    // This replica's fields are exact after the script: written back now, or nothing failed since.
+    const exact = rewrite !== undefined || this.#resync.exact ? 1 : 0; // `{P}:synced`
     try {
       const reply = (await runScript(
         this.#batched,
         "heartbeat",
         [this.#lease.replicasKey, ...keys],
-        [this.replica, this.#ttlMs, ...counts, rewrite === undefined ? 0 : 1],
-      )) as number[];
-      const wasDown = this.#mode !== "connected";
-      this.#ok();
+        [this.replica, this.#ttlMs, ...counts, rewrite === undefined ? 0 : 1, exact],
+      )) as unknown[];
+      const wasDown = this.#outage.mode !== "connected";
+      this.#outage.ok();
       if (rewrite !== undefined) this.#resync.done(rewrite, true);
       // The polling fallback: room freed by a lost release message or an expired lease is seen
       // here at the latest, and every full heartbeat looks at the waiters (no waiter outwaits one).
-      this.#mirror.setOthers(budgets, reply.slice(2), keys, heard); // room grew: it looks again
+      this.#mirror.setOthers(budgets, reply.slice(2) as number[], keys, heard); // room grew: it looks again
+      const settled = this.#outage.heard(keys, reply, reply[0] === 1 && this.#registered);
+      this.#registered = true;
       if (full)
         await Promise.all([this.#rates.refresh(this.#link), this.#waiters.write(true), this.#pods.load()]);
-      if (wasDown || reply[0] === 1 || full) this.#changes.emit();
+      if (wasDown || reply[0] === 1 || full || settled) this.#changes.emit();
     } catch {
-      this.#failed();
+      this.#outage.failed();
       if (rewrite !== undefined) this.#resync.done(rewrite, false);
     }
   }
@@ -377,33 +393,6 @@ export class RedisStore implements Store {
   waitersChanged(): void {
     this.#waiters.changed();
     this.#keys.touch(); // a keyed waiter may have left
-  }
-
-  #ok(): void {
-    this.#errors = 0;
-    if (this.#mode !== "connected") {
-      this.#mode = "connected";
-      this.#mirror.leaveOutage();
-      // What was reserved and settled meanwhile is charged to the fleet's buckets now.
-      for (const owed of this.#rates.leaveOutage(this.#clock.now())) this.#rates.send(owed, this.#link);
-      this.#accounts.shareLearnedInOutage(); // caps cut and pauses learned meanwhile
-      this.#resync.kick(); // what was granted and released meanwhile
-    }
-  }
-
-  /** A round trip failed: enter the outage policy (left again by the next good round trip). */
-  #failed(): void {
-    this.#errors++;
-    this.#storeErrors.emit();
-    this.#resync.stale(); // a release or grant may be lost, or run unanswered
-    this.#resync.wake(); // grants waiting for a rewrite go the outage's way
-    if (this.#mode !== "connected") return;
-    this.#mode = this.#policy;
-    if (this.#policy === "local") {
-      this.#mirror.enterOutage(this.#replicas);
-      this.#rates.enterOutage(this.#replicas, this.#clock.now());
-    }
-    this.#changes.emit();
   }
 }
 
