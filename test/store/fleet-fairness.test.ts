@@ -12,6 +12,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, describe, test } from "node:test";
 import { request } from "undici";
+import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
 import { RedisStore } from "../../src/store/redis.js";
@@ -104,5 +105,52 @@ describe("fairness across replicas", () => {
       Math.abs(na - mean) <= 0.2 * mean,
       `equal load, equal service: a ${na}, b ${nb} completions (within ±20 % of ${mean})`,
     );
+  });
+
+  test("a slot freed on the replica past its share goes to the other replica's waiter, not its own", async (t) => {
+    const redis = await redisOrSkip(t);
+    if (redis === null) return;
+    const prefix = uniquePrefix();
+    prefixes.push(prefix);
+    const far = await pod();
+    const a = await replica(prefix, "a", far.url);
+    const b = await replica(prefix, "b", far.url);
+    try {
+      // Nobody waits yet: A takes 4 of the lane's 6, B 2. Then one more waits on each.
+      const onA = await Promise.all(Array.from({ length: 4 }, () => a.acquire("chat")));
+      const onB = await Promise.all(Array.from({ length: 2 }, () => b.acquire("chat")));
+      const outcome: string[] = [];
+      const noted = (who: string) => (l: Lease) => {
+        outcome.push(who);
+        return l;
+      };
+      const waiterA = a.acquire("chat").then(noted("a"));
+      const waiterB = b.acquire("chat").then(noted("b"));
+      const waitKey = `{${prefix}}:w:lane:chat`;
+      const end = Date.now() + 10_000;
+      while ((await redis.hget(waitKey, "a")) === null || (await redis.hget(waitKey, "b")) === null) {
+        assert.ok(Date.now() < end, "both waiters advertised");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      // A's call ends: A holds 3, its share of 6 while B waits; the slot is B's.
+      onA[0]!.release();
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`B's waiter not granted within 5 s (granted: ${outcome})`)),
+          5_000,
+        );
+      });
+      const granted = await Promise.race([waiterB, bound]).finally(() => clearTimeout(timer));
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(outcome, ["b"], "B's waiter got the slot; A's still waits");
+      // B's call ends, and B has nobody waiting any more: the lane is A's waiter's again.
+      granted.release();
+      const late = await waiterA;
+      assert.deepEqual(outcome, ["b", "a"]);
+      for (const l of [...onA.slice(1), ...onB, late]) l.release();
+    } finally {
+      redis.disconnect();
+    }
   });
 });
