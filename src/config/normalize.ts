@@ -187,6 +187,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve }),
     defaultMaxTokens: m.default_max_tokens,
     imageTokens: m.image_tokens,
+    ...(m.ask_stream_usage ? {} : { askStreamUsage: false as const }),
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
     mode: m.mode ?? raw.admission.mode,

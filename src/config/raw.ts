@@ -166,6 +166,8 @@ const model = section(
     rpm_reserve: optional(int(0)),
     default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     image_tokens: withDefault(int(0), G.imageTokens),
+    // Metered streams ask the pod for their usage (gateway/stream-options.ts); false: never.
+    ask_stream_usage: withDefault(bool, true),
     fallback: optional(name("a model name")),
     upstream_api_key_env: optional(envVarName),
     mode: optional(oneOf(...MODES)),

@@ -126,6 +126,11 @@ export interface ModelConfig {
   readonly defaultMaxTokens: number;
   /** What one image of unknown size reserves on the token budgets; the tile formula is scaled by it. */
   readonly imageTokens: number;
+  /**
+   * `false`: a metered stream is forwarded as the client sent it, never asking for its usage
+   * (`stream_options`), for servers that refuse that option; absent: it asks.
+   */
+  readonly askStreamUsage?: false;
   /** Another model's name, used when every pod of this one is tripped or quota-paused. */
   readonly fallback?: string;
   /** Name of the environment variable holding the upstream key; never the key itself. */

@@ -16,13 +16,17 @@ import { Gateway } from "../../src/gateway/gateway.js";
 import { type Provider, startProvider } from "../../src/sim/provider.js";
 import { ManualClock } from "../../src/testing.js";
 import { chatBody, SUITE } from "./helpers.js";
+import { startRawPod } from "./raw-pod.js";
 
 const closers: (() => Promise<void>)[] = [];
 after(async () => {
   for (const close of closers.reverse()) await close();
 });
 
-async function gatewayFor(url: string, tpm = 1_000_000): Promise<{ gateway: Gateway; url: string }> {
+async function gatewayFor(
+  url: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ gateway: Gateway; url: string }> {
   const gateway = new Gateway({
     config: parseConfig({
       models: [
@@ -31,8 +35,9 @@ async function gatewayFor(url: string, tpm = 1_000_000): Promise<{ gateway: Gate
           max_concurrent_requests: 8,
           reserve: 0,
           adaptive: false,
-          tpm,
+          tpm: 1_000_000,
           pods: [{ url, max_inflight: 8 }],
+          ...extra,
         },
       ],
     }),
@@ -150,5 +155,30 @@ describe("a provider that never sends usage", SUITE, () => {
     const billed = provider.billed();
     // Each call generated 8,000 characters (2,000 tokens at ÷ 4); the prompt estimate is sluice's own.
     assert.ok(Math.abs(used - billed) <= 0.05 * billed, `used_1m ${used} within 5 % of the ${billed} billed`);
+  });
+});
+
+describe("ask_stream_usage: false (a server that refuses stream_options)", SUITE, () => {
+  test("the pod receives the client's bytes as sent; the stream is charged its text", async () => {
+    const pod = await startRawPod((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`data: {"choices":[{"delta":{"content":"${"w".repeat(400)}"}}]}\n\ndata: [DONE]\n\n`);
+    });
+    closers.push(() => pod.close());
+    const { gateway, url } = await gatewayFor(pod.url, { ask_stream_usage: false });
+    const body = chatBody("m", "as sent", { stream: true, max_tokens: 3000 });
+    const a = await post(url, body);
+    assert.equal(a.status, 200);
+    assert.equal(pod.calls[0]!.body, body, "forwarded untouched");
+    // The prompt's estimate (a few tokens) plus 400 characters ÷ 4, not the 3000-token bound.
+    const used = usedOf(gateway);
+    assert.ok(used >= 100 && used < 120, `used_1m ${used}`);
+    const { url: asking } = await gatewayFor(pod.url);
+    await post(asking, body);
+    assert.match(
+      pod.calls[1]!.body,
+      /^\{"stream_options":\{"include_usage":true\},"model":"m"/,
+      "by default it asks",
+    );
   });
 });

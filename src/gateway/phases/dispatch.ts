@@ -119,7 +119,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#extra = { "x-sluice-request-id": ctx.id };
     this.#lanes.add(ctx.model!.name);
     this.#metered = gw.metered.has(ctx.model!.name);
-    const asking = this.#metered && ctx.stream && ctx.body !== null && takesStreamOptions(ctx.path);
+    const asking =
+      this.#metered &&
+      ctx.stream &&
+      ctx.body !== null &&
+      ctx.model!.askStreamUsage !== false &&
+      takesStreamOptions(ctx.path);
     const sent = asking ? askForStreamUsage(ctx.body!) : null;
     this.#request = sent?.body ?? ctx.body;
     this.#strip = sent?.strip ?? false;
