@@ -49,6 +49,10 @@ export interface Receipt {
   readonly callsByEnd: Record<string, number>;
   readonly refusals: Record<string, number>;
   readonly peaks: Record<string, { peak: number; limit: number }>;
+  /** From sending to the start at a pod, for the calls that ran: median, 99th percentile, most (ms). */
+  readonly waits: { p50Ms: number; p99Ms: number; maxMs: number };
+  /** Calls that ran at a pod, per replica slot they were sent to. */
+  readonly ranByReplica: number[];
   readonly causes: CauseLine[];
   readonly stuck: StuckWaiter[];
   readonly stuckSeconds: number;
@@ -109,6 +113,11 @@ export function receiptOf(run: ChaosRun): Receipt {
     peaks: Object.fromEntries(
       [...run.ledger.gauges.values()].map((g) => [g.name, { peak: g.peak, limit: g.limit }]),
     ),
+    waits: percentiles(calls.flatMap((c) => (c.podStartAt === undefined ? [] : [c.podStartAt - c.sentAt]))),
+    ranByReplica: Array.from(
+      { length: run.shape.replicas },
+      (_, i) => calls.filter((c) => c.replica === i && c.runs > 0).length,
+    ),
     causes,
     stuck,
     stuckSeconds: Math.round(stuck.reduce((s, w) => s + (w.roomMs - heartbeatMs(run.shape)), 0) / 100) / 10,
@@ -132,6 +141,13 @@ export function receiptOf(run: ChaosRun): Receipt {
       detail: f.detail,
     })),
   };
+}
+
+function percentiles(ms: number[]): Receipt["waits"] {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number) =>
+    Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0);
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: Math.round(sorted.at(-1) ?? 0) };
 }
 
 function placed(v: Overshoot, run: ChaosRun): Violation {
