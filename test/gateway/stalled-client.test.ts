@@ -109,6 +109,12 @@ describe("a client that never reads its answer", { timeout: 60_000 }, () => {
       "the request lines",
       () => log.records().filter((r) => r.client_stalled === true).length === 2,
     );
+    for (const line of log.records().filter((r) => r.client_stalled === true)) {
+      assert.equal(line.outcome, "client_gone");
+      assert.equal(line.failures, undefined, "the pod did nothing wrong: no upstream failure");
+    }
+    const breaker = stack.gateway.governor.snapshot().pods[0]!.breaker;
+    assert.equal(breaker, "closed", "a client's stall is not the pod's");
     await assertNothingLeft(stack);
   });
 });
