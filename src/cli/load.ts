@@ -5,7 +5,7 @@
  * Exit codes: 0 every check met (and no regression against `--baseline`); 1 a check failed, the
  * run failed or a regression; 2 a usage error or a profile not built yet.
  */
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { stringify } from "yaml";
 import { podUrls } from "../load/pods.js";
 import { findProfile, isNotBuilt, LOAD_PROFILES } from "../load/profiles/index.js";
@@ -14,22 +14,29 @@ import { renderReport } from "../load/report.js";
 import { BaselineError, runSession } from "../load/session.js";
 import { assertScalable, scaledSeconds, UnscalableProfileError } from "../load/time-scale.js";
 import type { LoadProfile } from "../load/types.js";
+import { parseCliArgs } from "./args.js";
 
 /** Pods' first port with `--gateway` or `--print-config` when `--sim-base-port` is not given. */
 export const DEFAULT_SIM_BASE_PORT = 9300;
 
+/** One line per profile: its name, seed, what it replays and its default scale. */
+function profileLines(): string[] {
+  return LOAD_PROFILES.map(
+    (p) =>
+      `  ${p.name.padEnd(16)} seed ${p.seed}  ${isNotBuilt(p) ? "not built yet: " : ""}${p.title}` +
+      (isNotBuilt(p) ? "" : ` (default --scale ${p.defaultScale})`),
+  );
+}
+
 const USAGE = `usage: sluice load PROFILE [options]
+       sluice load --list
        npm run load -- PROFILE [options]
 
 Replays a seed's incident twice, through sluice and straight to simulated pods, prints both
 side by side and writes a receipt.
 
 profiles:
-${LOAD_PROFILES.map(
-  (p) =>
-    `  ${p.name.padEnd(16)} seed ${p.seed}  ${isNotBuilt(p) ? "not built yet: " : ""}${p.title}` +
-    (isNotBuilt(p) ? "" : ` (default --scale ${p.defaultScale})`),
-).join("\n")}
+${profileLines().join("\n")}
 
 options:
   --scale F          time scale, real seconds per second of the incident: 0.1 runs a 19 s page in
@@ -44,6 +51,7 @@ options:
   --print-config     print the gateway config for the profile's pods and exit
   --only SIDE        run one side only: sluice | direct
   --json             print the receipt instead of the table
+  --list             list the profiles and exit
   -h, --help         show this help
 `;
 
@@ -57,6 +65,7 @@ export const OPTIONS = {
   "print-config": { type: "boolean" },
   only: { type: "string" },
   json: { type: "boolean" },
+  list: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const satisfies ParseArgsConfig["options"];
 
@@ -93,6 +102,10 @@ export async function main(argv: string[], io: LoadCliIo = {}): Promise<number> 
   }
   if (parsed === "help") {
     out(USAGE);
+    return 0;
+  }
+  if (parsed === "list") {
+    out(`${profileLines().join("\n")}\n`);
     return 0;
   }
   const { profile, scale, values, simBasePort } = parsed;
@@ -137,19 +150,16 @@ export async function main(argv: string[], io: LoadCliIo = {}): Promise<number> 
 
 function parseFlags(argv: string[]):
   | "help"
+  | "list"
   | {
       profile: LoadProfile;
       scale: number;
       simBasePort: number | undefined;
       values: Record<string, unknown>;
     } {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: OPTIONS,
-  });
+  const { values, positionals } = parseCliArgs(argv, OPTIONS, true);
   if (values.help === true) return "help";
+  if (values.list === true) return "list";
   if (positionals.length !== 1) {
     throw new LoadUsageError(
       "PROFILE",

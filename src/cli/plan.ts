@@ -2,11 +2,12 @@
  * `sluice plan`: flags (or a running server's metrics) → src/plan → the sizing, human-readable
  * or `--json`. Thin: parsing and printing only. A bad or missing number exits 2 naming its flag.
  */
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { stringify } from "yaml";
 import { PlanInputError, planInput } from "../plan/input.js";
 import { type Measured, MeasureError, measure } from "../plan/measure.js";
 import { fmt, type Plan, plan } from "../plan/plan.js";
+import { parseCliArgs } from "./args.js";
 
 const USAGE = `usage: sluice plan --rps R --latency-s L [--tokens-per-request T --tpm N] [--pods P --per-pod-max M] [--json]
        sluice plan --from-metrics URL [--sample-s S] [any flag above, which wins over what is measured]
@@ -53,7 +54,7 @@ export async function main(argv: string[], io: PlanCliIo = {}): Promise<number> 
   const err = io.err ?? ((t: string) => process.stderr.write(t));
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: OPTIONS }));
+    ({ values } = parseCliArgs(argv, OPTIONS));
   } catch (e) {
     err(`sluice plan: ${(e as Error).message}\n\n${USAGE}`);
     return 2;

@@ -4,13 +4,14 @@
  * sim saw (peaks, refusals, throttles, OOM events), closes and returns 0; a bad flag returns 2
  * with a message naming it.
  */
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { isConfigError } from "../core/errors.js";
 import { DEMO_BASE_PORT, DEMO_FLEET, demoFleet } from "../sim/fleet.js";
 import { SIM_DEFAULTS, type SimOptions } from "../sim/options.js";
 import { isSimProfileName, SIM_PROFILES } from "../sim/profiles.js";
 import { startProvider } from "../sim/provider.js";
 import { startSim } from "../sim/server.js";
+import { parseCliArgs } from "./args.js";
 
 const USAGE = `usage: sluice sim [--profile ${Object.keys(SIM_PROFILES).join("|")}] [--port P] [options]
        sluice sim --fleet demo [--base-port P] [--host H]
@@ -96,7 +97,7 @@ export async function main(argv: string[], io: SimCliIo = {}): Promise<number> {
   const err = io.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: OPTIONS }));
+    ({ values } = parseCliArgs(argv, OPTIONS));
   } catch (e) {
     err(`sluice sim: ${(e as Error).message}\n\n${USAGE}`);
     return 2;

@@ -3,7 +3,7 @@
  * it as plain padded tables, or as JSON with `--json`. Thin on purpose: `formatStatus` is pure and
  * tested from a fixed snapshot. Exit codes: 0 printed, 1 no usable answer, 2 bad usage.
  */
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { request } from "undici";
 import type {
   AdmissionSnapshot,
@@ -12,6 +12,7 @@ import type {
   PodSnapshot,
   Snapshot,
 } from "../core/snapshot.js";
+import { parseCliArgs } from "./args.js";
 
 /** Where the gateway listens when `--url` and `SLUICE_URL` are absent (DESIGN §3.4 `listen`). */
 export const DEFAULT_URL = "http://127.0.0.1:8080";
@@ -49,12 +50,7 @@ export async function main(argv: string[], io: StatusCliIo = {}): Promise<number
   const env = io.env ?? process.env;
   let values: { url?: string; json?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: OPTIONS,
-    }));
+    ({ values } = parseCliArgs(argv, OPTIONS));
   } catch (e) {
     err(`sluice status: ${(e as Error).message}\n\n${USAGE}`);
     return 2;
