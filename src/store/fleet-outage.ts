@@ -9,6 +9,7 @@
 import type { FleetAccounts } from "./fleet-accounts.js";
 import type { FleetMirror } from "./fleet-mirror.js";
 import type { FleetLink, FleetRates, MeteredPart } from "./fleet-rates.js";
+import type { FleetReleases } from "./fleet-releases.js";
 import type { FleetResync } from "./fleet-resync.js";
 import { FleetShares } from "./fleet-shares.js";
 import type { FleetStatus, OnStoreError } from "./redis-options.js";
@@ -23,6 +24,7 @@ export interface OutageParts {
   readonly rates: FleetRates;
   readonly accounts: FleetAccounts;
   readonly resync: FleetResync;
+  readonly releases: FleetReleases;
   readonly link: FleetLink;
   /** A round trip failed (`onError`, `sluice_store_errors_total`). */
   readonly errored: () => void;
@@ -59,6 +61,21 @@ export class FleetOutage {
     const { mirror, rates, link } = this.parts;
     if (!this.shares.holdsBack(keys, limits, (key) => mirror.mine(key))) return false;
     rates.unreached(metered, link.now());
+    return true;
+  }
+
+  /**
+   * A grant Redis just granted (and `mine` counts) while settling began under it: the grant asked
+   * again right after this replica re-registered (`FleetGrants.askKnown`) was sent before any
+   * share was in force. Past the share, it is given back at once (a release) and true is returned
+   * — the caller takes it back locally and the waiter stays in line. A metered grant keeps its
+   * slot: its tokens were taken in Redis, and a release would not give them back.
+   */
+  overShare(keys: readonly string[], limits: readonly number[], metered: MeteredPart | null): boolean {
+    const { mirror, releases } = this.parts;
+    if (metered !== null || !this.shares.holdsBack(keys, limits, (key) => mirror.mine(key) - 1)) return false;
+    mirror.confirmed(keys, -1);
+    releases.add(keys);
     return true;
   }
 

@@ -133,6 +133,7 @@ export class RedisStore implements Store {
     this.#outage = new FleetOutage({
       ...{ policy: this.#policy, replicas: this.#replicas, leaseTtlMs: this.#ttlMs, link },
       ...{ mirror: this.#mirror, rates: this.#rates, accounts: this.#accounts, resync: this.#resync },
+      releases: this.#releases,
       errored: () => this.#storeErrors.emit(),
       beat: () => void this.#beat(false),
       rollCall: () => void this.#client.publish(settle.channel, this.replica).catch(() => {}),
@@ -292,7 +293,7 @@ export class RedisStore implements Store {
     }
     this.#mirror.confirmed(fleet.keys, +1);
     this.#resync.answered();
-    return true;
+    return !this.#outage.overShare(fleet.keys, fleet.limits, metered); // given back if it is
   }
 
   /** A grant Redis did not see (`local`, `open`): held all the same, so in the counts the rewrite writes. */
