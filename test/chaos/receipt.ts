@@ -179,6 +179,9 @@ export function receiptTable(r: Receipt): string {
       .map(([g, p]) => `${g} ${p.peak}/${p.limit}`)
       .join(", ")}`,
   );
+  lines.push(
+    `  wait before the pod: p50 ${r.waits.p50Ms} ms, p99 ${r.waits.p99Ms} ms, max ${r.waits.maxMs} ms; ran per replica: ${r.ranByReplica.join(" / ")}`,
+  );
   lines.push("");
   lines.push(
     "  fault              injected  max over limit  bound  time over (ms)  violations  bound written",
