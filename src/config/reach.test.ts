@@ -27,6 +27,33 @@ function warnings(input: unknown): Map<string, string> {
 }
 
 describe("warnings about unreachable bounds", () => {
+  test("a token budget that lets few of a lane's slots work names both numbers and the default that fills it", () => {
+    const w = warnings(config({}, { max_concurrent_requests: 32, tpm: 20_000 }));
+    assert.equal(
+      w.get("models[0].tpm"),
+      "20000 tokens/min lets at most 4 of model m's 32 slots work at once when calls name no max_tokens " +
+        "(each reserves default_max_tokens 4096 plus its prompt; embeddings reserve their input only): " +
+        "set models[0].default_max_tokens to the answers' usual length (625 or less fills the lane) or raise tpm to 131072",
+    );
+    // A default sized to the budget, or an account bucket too small for it, is said where it binds.
+    assert.equal(
+      warnings(config({}, { max_concurrent_requests: 32, tpm: 20_000, default_max_tokens: 625 })).get(
+        "models[0].tpm",
+      ),
+      undefined,
+    );
+    const account = warnings(
+      config(
+        { accounts: { prod: { tpm: 10_000, models: ["m"] } } },
+        { max_concurrent_requests: 8, default_max_tokens: 2000 },
+      ),
+    );
+    assert.match(
+      account.get("accounts.prod.tpm") ?? "",
+      /^10000 tokens\/min lets at most 5 of model m's 8 slots work/,
+    );
+  });
+
   test("a model's queue of 128 behind the default gateway bound of 32 + 32 can never fill (the example config)", () => {
     const text = readFileSync(new URL("../../test/config/full.yaml", import.meta.url), "utf8");
     const c = loadConfigText(text, "full.yaml");

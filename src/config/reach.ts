@@ -67,6 +67,7 @@ export function warnUnreachable(c: Checker, raw: RawConfig, config: Config): voi
       );
     }
     groupTags(c, raw, config, m, i);
+    tokenWidth(c, config, m, i, Math.min(limit, pods, C));
   });
 
   for (const [name, account] of Object.entries(config.accounts)) {
@@ -91,6 +92,33 @@ export function warnUnreachable(c: Checker, raw: RawConfig, config: Config): voi
       );
     }
   });
+}
+
+/**
+ * A token budget the lane's concurrency cannot use (issue 25 item 9): every call that names no
+ * `max_tokens` reserves `default_max_tokens` plus its prompt, so a bucket of `tpm` runs at most
+ * ⌊tpm ÷ default_max_tokens⌋ of them at once — `tpm: 20000` with the default 4096 lets 4 of a
+ * lane's 40 slots work, and the rest of a burst waits or is refused. Said for the model's own
+ * bucket and for each account bucket on its path, with the default that would let the lane fill.
+ */
+function tokenWidth(c: Checker, config: Config, m: ModelConfig, i: number, slots: number): void {
+  const buckets: [Segment[], number][] = [];
+  if (m.tpm !== undefined) buckets.push([["models", i, "tpm"], m.tpm]);
+  for (const [name, account] of Object.entries(config.accounts))
+    if (account.tpm !== undefined && account.models.includes(m.name))
+      buckets.push([["accounts", name, "tpm"], account.tpm]);
+  for (const [at, tpm] of buckets) {
+    const calls = Math.floor(tpm / m.defaultMaxTokens);
+    if (calls >= slots) continue;
+    const fits = Math.floor(tpm / slots);
+    c.warn({
+      path: formatPath(at),
+      message:
+        `${tpm} tokens/min lets at most ${calls} of model ${m.name}'s ${slots} slots work at once when calls name no max_tokens ` +
+        `(each reserves default_max_tokens ${m.defaultMaxTokens} plus its prompt; embeddings reserve their input only): ` +
+        `set models[${i}].default_max_tokens to the answers' usual length (${fits} or less fills the lane) or raise tpm to ${slots * m.defaultMaxTokens}`,
+    });
+  }
 }
 
 // A GPU group bounds what its members may run: a member's own larger bound is unreachable, and a
