@@ -35,4 +35,9 @@ describe("withModelName", () => {
   test("an escaped key is still found, by parsing", () => {
     assert.equal(JSON.parse(rename('{"mod\\u0065l":"big","n":1}')).model, "small");
   });
+
+  test("a body that is not a JSON object (an upload buffered for its estimate) is forwarded as it is", () => {
+    assert.equal(rename("plain text upload"), "plain text upload");
+    assert.equal(rename("[1,2]"), "[1,2]");
+  });
 });

@@ -189,6 +189,46 @@ describe("eight JSON bombs at a real sluice serve", { timeout: 90_000 }, () => {
     );
     assert.equal(pod.calls.length, 1, "no bomb reached the pod");
   });
+
+  test("four 20 MiB images at once pass (one string each); RSS within 2× each plus what is buffered", async () => {
+    const pid = child!.pid!;
+    const base64 = Buffer.alloc(15 * MiB, 7).toString("base64");
+    const image = Buffer.from(
+      JSON.stringify({
+        model: "m",
+        max_tokens: 10,
+        messages: [
+          {
+            role: "user",
+            content: [{ type: "image_url", image_url: { url: `data:image/jpeg;base64,${base64}` } }],
+          },
+        ],
+      }),
+    );
+    assert.ok(image.length > 20 * MiB && image.length < 21 * MiB);
+    const served = pod.calls.length;
+    const baseline = rssOf(pid);
+    let peak = baseline;
+    const timer = setInterval(() => {
+      peak = Math.max(peak, rssOf(pid));
+    }, 10);
+    const answers = await Promise.all([image, image, image, image].map((b) => send(url, b)));
+    clearInterval(timer);
+    peak = Math.max(peak, rssOf(pid));
+    for (const a of answers) assert.equal(a.status, 200, a.body);
+    assert.equal(pod.calls.length, served + 4);
+    // Each image is estimated as an image (1445), not as 20 MiB of text.
+    for (const c of pod.calls.slice(served))
+      assert.ok(c.prompt < 100, `the pod saw the image as media: ${c.prompt}`);
+    const grew = peak - baseline;
+    console.log(
+      `4 × ${(image.length / MiB).toFixed(1)} MiB images: RSS ${(baseline / MiB).toFixed(0)} → ${(peak / MiB).toFixed(0)} MiB`,
+    );
+    assert.ok(
+      grew < 4 * 3 * image.length,
+      `RSS grew ${(grew / MiB).toFixed(0)} MiB for 4 bodies of ${(image.length / MiB).toFixed(0)} MiB`,
+    );
+  });
 });
 
 describe("a deep input on a tpm model", { timeout: 30_000 }, () => {

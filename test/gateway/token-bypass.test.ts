@@ -28,10 +28,14 @@ after(async () => {
   for (const close of closers) await close();
 });
 
-async function rig(models: (url: string) => Record<string, unknown>[], holdMs = 200): Promise<Rig> {
+async function rig(
+  models: (url: string) => Record<string, unknown>[],
+  holdMs = 200,
+  extra: Record<string, unknown> = {},
+): Promise<Rig> {
   const pod = await startBillingPod({ holdMs });
   const gateway = new Gateway({
-    config: parseConfig({ models: models(pod.url) }),
+    config: parseConfig({ models: models(pod.url), ...extra }),
     logger: pino({ level: "silent" }),
     clock: new ManualClock(),
   });
@@ -115,6 +119,20 @@ describe("a token budget holds whatever the client sends", SUITE, () => {
     const r = await rig((url) => [model("m", url, { tpm: TPM, default_max_tokens: OUTPUT })]);
     // 19 600 bytes of text: 4 900 tokens by bytes ÷ 4, as the pod bills it.
     await burst(r, () => post(r.url, PROSE.slice(0, 19_600), { "x-sluice-model": "m" }, "text/plain"));
+  });
+});
+
+describe("a route on a token budget's path", SUITE, () => {
+  test("its upload is read for the estimate (bytes ÷ 4), where it used to stream through at 0 tokens", async () => {
+    const r = await rig((url) => [model("m", url, { tpm: TPM, default_max_tokens: OUTPUT })], 200, {
+      routes: [{ match: "/ocr/", model: "m" }],
+    });
+    await burst(r, () =>
+      call(r.url, "/ocr/v1/read", {
+        body: PROSE.slice(0, 19_600),
+        headers: { "content-type": "application/octet-stream" },
+      }),
+    );
   });
 });
 
