@@ -64,6 +64,8 @@ const AFTER_VALUE = 0;
 const KEY = 1;
 const VALUE = 2;
 const MODEL_KEY = Buffer.from("model");
+/** Open containers the scan has room for before it grows its stack. */
+const INITIAL_STACK = 128;
 /** Bytes of a string looked at one by one before `indexOf` is asked for the rest. */
 const NEAR = 32;
 
@@ -88,7 +90,11 @@ BYTE_KIND[QUOTE] = STRING;
 export class JsonGuard {
   readonly #limits: JsonLimits;
   /** The open containers' kinds, `OBJECT` or `ARRAY`; index 1 is the outermost. */
-  readonly #stack: Uint8Array;
+  /**
+   * The open containers' kinds, grown by doubling as the body nests (a raised `max_json_depth`
+   * costs nothing until a body uses it).
+   */
+  #stack: Uint8Array;
   #depth = 0;
   #values = 0;
   /** Bytes of earlier chunks, for the offset a refusal names. */
@@ -109,7 +115,7 @@ export class JsonGuard {
 
   constructor(limits: JsonLimits) {
     this.#limits = limits;
-    this.#stack = new Uint8Array(limits.maxDepth + 1);
+    this.#stack = new Uint8Array(Math.min(limits.maxDepth + 1, INITIAL_STACK));
   }
 
   /** The top-level `model` member as read so far (the last one wins, as in `JSON.parse`). */
@@ -122,7 +128,7 @@ export class JsonGuard {
     // The hot state lives in locals for the loop, stored back at the end and around the calls
     // that read it (a top-level key or the `model` value: short strings read byte by byte).
     const n = chunk.length;
-    const stack = this.#stack;
+    let stack = this.#stack;
     const { maxDepth, maxValues } = this.#limits;
     let depth = this.#depth;
     let values = this.#values;
@@ -195,7 +201,8 @@ export class JsonGuard {
       } else if (kind === OPEN) {
         if (++values > maxValues) this.#refuse("admission.max_json_values", maxValues, i);
         if (depth >= maxDepth) this.#refuse("admission.max_json_depth", maxDepth, i);
-        stack[++depth] = c === 0x7b ? OBJECT : ARRAY;
+        if (++depth === stack.length) stack = this.#grow(stack);
+        stack[depth] = c === 0x7b ? OBJECT : ARRAY;
         expect = c === 0x7b ? KEY : VALUE;
         if (this.#modelNext) this.#notPlain();
       } else if (kind === CLOSE) {
@@ -226,6 +233,13 @@ export class JsonGuard {
     this.#expect = expect;
     this.#inString = inString;
     this.#offset += n;
+  }
+
+  #grow(stack: Uint8Array): Uint8Array {
+    const grown = new Uint8Array(Math.min(stack.length * 2, this.#limits.maxDepth + 1));
+    grown.set(stack);
+    this.#stack = grown;
+    return grown;
   }
 
   #refuse(key: string, limit: number, at: number): never {
