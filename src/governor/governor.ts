@@ -274,11 +274,12 @@ export class Governor {
    * failFast and the quota refusal).
    */
   tryAcquire(lane: string, options: Omit<AcquireOptions, "signal" | "wait"> = {}): Lease | undefined {
-    const pass = this.#registry.passThrough.get(lane);
-    if (pass !== undefined) return pass;
-    const laneState = this.#registry.lanes.get(lane);
+    // The same lane `acquire` would use: configured, or made from `defaults` on first use (a
+    // lane looked up without being made was never granted by tryAcquire alone: seed 000's shape).
+    const laneState = this.#registry.lane(lane);
+    if (laneState === null) return this.#registry.passThrough.get(lane)!;
     // With a fleet store every grant waits for the fleet's answer: no lease is ever immediate.
-    if (laneState === undefined || this.#closed || this.#waiters.confirming) return undefined;
+    if (this.#closed || this.#waiters.confirming) return undefined;
     const asked = rankOrThrow(options.priority ?? currentPriority() ?? "default");
     const tokens = tokenEstimate(options.tokens);
     if (tokens instanceof Error) throw tokens;
