@@ -59,13 +59,16 @@ export class ForwardedAnswer {
     if (out.length > 0) this.#flow.write(out, controller, idleMs);
   }
 
-  /** The pod's answer ended: ends the client's, and returns the usage it carried. */
-  end(): TokenUsage | undefined {
+  /**
+   * The pod's answer ended: ends the client's, and returns the usage it carried (`promptEstimate`
+   * for a prompt count it did not name).
+   */
+  end(promptEstimate: number): TokenUsage | undefined {
     this.#flow.stop();
     const rest = this.tap.end();
     if (rest === null) this.res.end();
     else this.res.end(rest);
-    return this.tap.usage();
+    return this.tap.usage(promptEstimate);
   }
 
   /** The answer failed or was given up: stops watching the client. */

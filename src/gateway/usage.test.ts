@@ -83,6 +83,21 @@ describe("UsageScanner (issue 21: JSON answers of any size)", () => {
     assert.deepEqual(usageIn('{"usage":{"total_tokens":9}}'), { promptTokens: 9, completionTokens: 0 });
   });
 
+  test("counts are taken from the last object naming each: Anthropic's stream names the prompt first, the output last", () => {
+    const s = new UsageScanner();
+    s.push(
+      Buffer.from(
+        'event: message_start\ndata: {"message":{"usage":{"input_tokens":25,"output_tokens":1}}}\n\n',
+      ),
+    );
+    s.push(Buffer.from('event: message_delta\ndata: {"usage":{"output_tokens":15}}\n\n'));
+    assert.deepEqual(s.usage(), { promptTokens: 25, completionTokens: 15 });
+    // a report without a prompt count is not a prompt of zero: the estimate stands in
+    const only = new UsageScanner();
+    only.push(Buffer.from('{"usage":{"completion_tokens":7}}'));
+    assert.deepEqual(only.usage(40), { promptTokens: 40, completionTokens: 7 });
+  });
+
   test("a usage object past 4 KiB is not kept", () => {
     const big = `{"usage":{"prompt_tokens":1,"completion_tokens":1,"pad":"${"z".repeat(5000)}"}}`;
     assert.equal(usageIn(big), undefined);

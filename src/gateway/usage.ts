@@ -52,7 +52,12 @@ export class UsageScanner {
   #partBytes = 0;
   /** How many bytes of a `"usage"` key the last chunk ended with (a key cut by a chunk boundary). */
   #partial = 0;
-  #found: TokenUsage | undefined = undefined;
+  /**
+   * What the usage objects found so far report, each field from the last object that names it:
+   * Anthropic's stream reports the prompt in its first event and the output in its last.
+   */
+  #prompt: number | undefined = undefined;
+  #completion: number | undefined = undefined;
 
   push(chunk: Buffer): void {
     let i = 0;
@@ -83,9 +88,13 @@ export class UsageScanner {
     }
   }
 
-  /** The last usage found, or undefined. */
-  usage(): TokenUsage | undefined {
-    return this.#found;
+  /**
+   * The usage found, or undefined. A report that names no prompt count takes `promptEstimate`
+   * (never a refund on ignorance); one that names no output count reports none (an embedding).
+   */
+  usage(promptEstimate = 0): TokenUsage | undefined {
+    if (this.#prompt === undefined && this.#completion === undefined) return undefined;
+    return { promptTokens: this.#prompt ?? promptEstimate, completionTokens: this.#completion ?? 0 };
   }
 
   /**
@@ -147,7 +156,10 @@ export class UsageScanner {
     if (this.#state !== IN_OBJECT) return;
     const bytes = this.#parts.length === 1 ? this.#parts[0]! : Buffer.concat(this.#parts);
     try {
-      this.#found = readUsage(JSON.parse(bytes.toString("utf8"))) ?? this.#found;
+      const report = readUsage(JSON.parse(bytes.toString("utf8")));
+      if (report === undefined) return;
+      if (report.promptTokens !== undefined) this.#prompt = report.promptTokens;
+      if (report.completionTokens !== undefined) this.#completion = report.completionTokens;
     } catch {
       // not JSON after all: the last usage found stays
     }
@@ -171,20 +183,31 @@ function isSpace(c: number): boolean {
 const count = (v: unknown): number | undefined =>
   typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined;
 
+/** The counts one usage object names (a field it does not name is undefined). */
+export interface UsageReport {
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
 /**
  * A usage object's token counts: chat and completions (`prompt_tokens`, `completion_tokens`),
- * the Responses API (`input_tokens`, `output_tokens`), or only a `total_tokens`. Undefined when
- * it names none of them: an object sluice cannot read is not a report of zero.
+ * the Responses and Anthropic APIs (`input_tokens`, `output_tokens`), or only a `total_tokens`
+ * (counted as prompt). Undefined when it names none of them: an object sluice cannot read is not
+ * a report of zero.
  */
-export function readUsage(u: unknown): TokenUsage | undefined {
+export function readUsage(u: unknown): UsageReport | undefined {
   if (u === null || typeof u !== "object") return undefined;
   const o = u as Record<string, unknown>;
   const prompt = count(o.prompt_tokens) ?? count(o.input_tokens);
   const completion = count(o.completion_tokens) ?? count(o.output_tokens);
-  if (prompt !== undefined || completion !== undefined)
-    return { promptTokens: prompt ?? 0, completionTokens: completion ?? 0 };
+  if (prompt !== undefined || completion !== undefined) {
+    const report: UsageReport = {};
+    if (prompt !== undefined) report.promptTokens = prompt;
+    if (completion !== undefined) report.completionTokens = completion;
+    return report;
+  }
   const total = count(o.total_tokens);
-  return total === undefined ? undefined : { promptTokens: total, completionTokens: 0 };
+  return total === undefined ? undefined : { promptTokens: total };
 }
 
 /** What {@link UsageTap} does besides finding usage. */
@@ -228,9 +251,9 @@ export class UsageTap {
     return this.#text?.end() ?? null;
   }
 
-  /** The usage found, or undefined. */
-  usage(): TokenUsage | undefined {
-    return this.#scanner.usage();
+  /** The usage found, or undefined; a report without a prompt count takes `promptEstimate`. */
+  usage(promptEstimate = 0): TokenUsage | undefined {
+    return this.#scanner.usage(promptEstimate);
   }
 
   /**

@@ -236,7 +236,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     const { result } = this;
     const answer = this.#forwarded!;
-    result.usage = answer.end();
+    result.usage = answer.end(this.ctx.promptTokens);
     result.bytes = answer.tap.bytes;
     const status = result.status;
     if (OVERLOAD.has(status) || status === 429) {
