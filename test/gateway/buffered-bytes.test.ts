@@ -1,0 +1,172 @@
+/**
+ * Seed 000's out-of-memory events were "concurrent requests times upload size". The aggregate
+ * bound `admission.max_buffered_bytes` is what stops that product in sluice (issue 25 item 2),
+ * tested at the process: a real `sluice serve`, N uploads of `max_body_bytes` each held open at
+ * once on raw sockets, so every byte the gateway buffers is buffered at the same moment. Past the
+ * bound the uploads are refused 413 naming it; the gateway's RSS grows by no more than the bound
+ * allows; the pod runs exactly the calls that were accepted, each once.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { type SimServer, startSim } from "../../src/sim/server.js";
+import { delay, waitFor } from "./helpers.js";
+
+const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+const MIB = 1024 * 1024;
+const BODY = 8 * MIB;
+const BUFFERED = 32 * MIB;
+const UPLOADS = 10;
+
+/** Resident memory of a process, from /proc (bytes). */
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m![1]) * 1024;
+}
+
+/** A chat body of exactly `size` bytes (the padding is the message). */
+function bodyOf(size: number, i: number): Buffer {
+  const head = `{"model":"m","messages":[{"role":"user","content":"upload ${i} `;
+  const tail = `"}]}`;
+  return Buffer.concat([
+    Buffer.from(head),
+    Buffer.alloc(size - head.length - tail.length, "a"),
+    Buffer.from(tail),
+  ]);
+}
+
+interface Upload {
+  socket: Socket;
+  answer: string;
+  closed: boolean;
+}
+
+/** Sends the head and all of the body but its last byte; the answer (if any) is collected. */
+function startUpload(port: number, body: Buffer): Promise<Upload> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    const up: Upload = { socket, answer: "", closed: false };
+    socket.on("data", (b: Buffer) => {
+      up.answer += b.toString("latin1");
+    });
+    socket.on("close", () => {
+      up.closed = true;
+    });
+    socket.on("error", () => {});
+    socket.once("connect", () => {
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+      );
+      socket.write(body.subarray(0, body.length - 1), () => resolve(up));
+    });
+    socket.once("error", reject);
+  });
+}
+
+describe("max_buffered_bytes at the process", { timeout: 90_000 }, () => {
+  let dir: string;
+  let sim: SimServer;
+  let gateway: ChildProcess;
+  let port: number;
+
+  before(async () => {
+    sim = await startSim({ maxNumSeqs: UPLOADS, serviceMs: 1, tokensPerSecond: 0, jitterSigma: 0 });
+    dir = await mkdtemp(join(tmpdir(), "sluice-buffered-"));
+    const file = join(dir, "sluice.yaml");
+    await writeFile(
+      file,
+      [
+        "listen: 127.0.0.1:0",
+        `admission: { max_concurrency: ${UPLOADS}, max_queued: ${UPLOADS}, max_body_bytes: ${BODY}, max_buffered_bytes: ${BUFFERED}, body_timeout_s: 60 }`,
+        "log: { level: warn }",
+        "models:",
+        `  - { name: m, max_concurrent_requests: ${UPLOADS}, queue_limit: ${UPLOADS}, adaptive: false, pods: [ { url: "${sim.url}", max_inflight: ${UPLOADS} } ] }`,
+        "",
+      ].join("\n"),
+    );
+    gateway = spawn(process.execPath, ["--import", "tsx", MAIN, "serve", "--config", file], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    const url = await new Promise<string>((resolve, reject) => {
+      gateway.stderr!.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const m = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (m) resolve(m[1]!);
+      });
+      gateway.once("exit", (code) => reject(new Error(`sluice serve exited (${code}):\n${stderr}`)));
+    });
+    port = Number(new URL(url).port);
+  });
+
+  after(async () => {
+    gateway?.kill("SIGKILL");
+    await sim?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test(`${UPLOADS} uploads of ${BODY / MIB} MiB at once: past ${BUFFERED / MIB} MiB buffered they are refused 413, and RSS stays bounded`, async (t) => {
+    // Warm the process (tokenizer-free lane, but the first request pays for lazy module loads).
+    const warm = await startUpload(port, bodyOf(1024, -1));
+    warm.socket.write(bodyOf(1024, -1).subarray(1023));
+    await waitFor(
+      "the warm-up answer",
+      () => warm.answer.includes("\r\n\r\n") && warm.answer.includes("}"),
+      20_000,
+    );
+    warm.socket.destroy();
+    await delay(200);
+    const before = rssOf(gateway.pid!);
+
+    const bodies = Array.from({ length: UPLOADS }, (_, i) => bodyOf(BODY, i));
+    // One at a time, each all but its last byte: the gateway holds every accepted one at once.
+    const uploads: Upload[] = [];
+    for (const body of bodies) uploads.push(await startUpload(port, body));
+    await waitFor(
+      "every upload buffered or refused",
+      () => uploads.filter((u) => u.answer.startsWith("HTTP/1.1 413")).length >= UPLOADS - BUFFERED / BODY,
+      30_000,
+    );
+    const peak = rssOf(gateway.pid!);
+    const refused = uploads.filter((u) => u.answer.startsWith("HTTP/1.1 413"));
+    const accepted = uploads.filter((u) => !u.answer.startsWith("HTTP/1.1 413"));
+    assert.equal(
+      accepted.length,
+      BUFFERED / BODY,
+      `${accepted.length} uploads held at once within ${BUFFERED} bytes`,
+    );
+    for (const r of refused) {
+      assert.match(r.answer, /"code":"body_too_large"/);
+      assert.match(r.answer, new RegExp(`buffering its maximum of ${BUFFERED} bytes`));
+    }
+    // The bodies held (32 MiB) plus their concatenation and the process's own churn; without the
+    // bound it would be ten bodies, 80 MiB and more.
+    const grown = peak - before;
+    t.diagnostic(
+      `RSS ${(before / MIB).toFixed(1)} -> ${(peak / MIB).toFixed(1)} MiB with ${accepted.length} bodies held`,
+    );
+    assert.ok(
+      grown < 2 * BUFFERED,
+      `RSS grew ${(grown / MIB).toFixed(1)} MiB holding ${BUFFERED / MIB} MiB of bodies`,
+    );
+
+    // The accepted ones finish and run at the pod, each once; the refused never reach it.
+    for (const u of accepted) u.socket.write(bodies[uploads.indexOf(u)]!.subarray(BODY - 1));
+    await waitFor(
+      "the accepted answers",
+      () => accepted.every((u) => /^HTTP\/1\.1 200/.test(u.answer)),
+      30_000,
+    );
+    assert.equal(
+      sim.stats().completed,
+      1 + accepted.length,
+      "the pod ran the warm-up and each accepted upload once",
+    );
+    for (const u of uploads) u.socket.destroy();
+  });
+});
