@@ -126,7 +126,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       ctx.model!.askStreamUsage !== false &&
       takesStreamOptions(ctx.path);
     const sent = asking ? askForStreamUsage(ctx.body!) : null;
-    this.#request = sent?.body ?? ctx.body;
+    // The rewritten body replaces the client's: one copy of a large body is held, not two.
+    if (sent !== null) ctx.body = sent.body;
+    this.#request = ctx.body;
     this.#strip = sent?.strip ?? false;
     this.#useLease(ctx.lease!);
     ctx.res.on("close", this.#onClose);
