@@ -22,7 +22,7 @@ import { JsonGuard } from "../json-guard.js";
 export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
   checkDeclaredLength(ctx.req, maxBodyBytes);
-  const json = isJsonType(ctx.req.headers["content-type"]);
+  const json = isPlainJson(ctx.req);
   if (!mustBuffer(ctx, gw, json)) return true; // streamed through
   if (json) {
     const { maxJsonDepth, maxJsonValues } = gw.config.admission;
@@ -34,6 +34,16 @@ export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promi
 /** True for `application/json` and `application/*+json` (the types the parse phase reads). */
 export function isJsonType(contentType: string | undefined): boolean {
   return contentType !== undefined && /^application\/(.+\+)?json\b/i.test(contentType);
+}
+
+/**
+ * A JSON body sent as it is: a compressed one (`Content-Encoding: gzip`…) is bytes the scan cannot
+ * read (a `[` in them is no bracket), so it is not scanned, nor compared; on a token budget's path
+ * it is counted by its size, like any body that is not JSON.
+ */
+function isPlainJson(req: IncomingMessage): boolean {
+  const encoding = req.headers["content-encoding"];
+  return isJsonType(req.headers["content-type"]) && (encoding === undefined || encoding === "identity");
 }
 
 /** Whether the body must be read before the call waits for its lane (see the module comment). */
