@@ -1,99 +1,120 @@
 /**
- * What docs/fleet.md promises for each fault, as numbers the verdict can hold the pods to:
- * how far above a budget's limit the pods may be while the fault is in force, for how long after
- * it is lifted that allowance lasts, and how long waiters may wait meanwhile although the pods
- * have room. Each entry quotes where the promise is written; an entry with `documented: false`
- * has no written bound yet, so the harness holds it to none (zero overshoot) and says so.
+ * What docs/fleet.md promises for each fault ("The promises per fault, as invariants", under
+ * "When Redis goes away"), as numbers the verdict can hold the pods to. The promises bound
+ * *grants* ("a call already running is never cut"), so the verdict checks every start at a pod:
+ * a call may start above a budget's limit only by the allowance of a fault whose window is open
+ * then — from the fault's start to `afterMs` after it is lifted (its settling) — and calls started
+ * within it may run on past the window. Each entry quotes the row it comes from; an entry with
+ * `documented: false` has no written bound, so the harness holds it to none and says so.
  */
 import type { FaultKind } from "./faults.js";
 import { type FleetShape, heartbeatMs } from "./shape.js";
 
+/** A budget counted at the pods: "lane", "pod:p0", "key:k-bound". */
+export interface Budget {
+  readonly name: string;
+  readonly limit: number;
+}
+
 export interface FaultBound {
-  /** Calls above a budget's limit the pods may see while the fault is in force. */
-  during(limit: number): number;
-  /** … and in the `afterMs` after it is lifted. */
-  after(limit: number): number;
-  /** How long after the fault is lifted `after` (and the waiters' exemption) lasts. */
+  /**
+   * The most calls above `budget`'s limit a start at the pods may leave while the window is open;
+   * `held` is what the fault's replica had running on each budget when it was hit (by name).
+   */
+  over(budget: Budget, held: Readonly<Record<string, number>>): number;
+  /** How long the window stays open after the fault is lifted (settling, and the waiters' excuse). */
   afterMs: number;
-  /** Whether waiters may wait with room at the pods while it is in force (the fleet cannot see the room). */
+  /** Whether waiters may wait with room at the pods in the window (the fleet cannot see that room). */
   waitersExempt: boolean;
-  /** Where docs/fleet.md says so (or that it does not). */
+  /** The row of docs/fleet.md it comes from. */
   source: string;
   documented: boolean;
 }
 
 /**
- * ioredis reconnects with a backoff after Redis or the connection comes back; the promises count
- * from "Redis answers again", which is up to this much after the harness lifted the fault.
+ * "A replica notices Redis is back as soon as its connection is ready again (ioredis reconnects
+ * with a backoff of at most 2 s)": the windows of faults that cut Redis off count from then.
  */
-export const RECONNECT_SLACK_MS = 1000;
+export const RECONNECT_MS = 2000;
 
 /** The bound of each fault kind for a fleet of this shape. */
 export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
   const hb = heartbeatMs(shape);
   const lease = shape.leaseTtlMs;
-  const none = () => 0;
-  // "With N live replicas the fleet holds at most N × ⌊limit ÷ expected_replicas⌋": above the
-  // limit only where that product is.
-  const localShare = (limit: number) =>
-    Math.max(0, shape.replicas * Math.floor(limit / shape.expectedReplicas) - limit);
-  // "Worst-case overshoot … bounded by what the replicas granted locally during the gap — at
-  // most N × ⌊limit ÷ expected_replicas⌋ — and lasts at most one heartbeat after Redis answers".
-  const grantedInGap = (_limit: number) => shape.replicas * Math.floor(_limit / shape.expectedReplicas);
-  const outage = (how: string): FaultBound => ({
-    during: localShare,
-    after: grantedInGap,
-    afterMs: hb + RECONNECT_SLACK_MS,
+  const R = shape.replicas;
+  const N = shape.expectedReplicas;
+  const f = (limit: number) => Math.floor(limit / N);
+  // "Redis away, local: … the calls the other replicas were granted within the last heartbeat
+  // before Redis went away (at most (R − 1) × max(1, f)), plus (R − N) × max(1, f) when more
+  // replicas run than expected_replicas, plus N − L when L < N."
+  const away = (b: Budget) =>
+    (R - 1) * Math.max(1, f(b.limit)) +
+    Math.max(0, R - N) * Math.max(1, f(b.limit)) +
+    Math.max(0, N - b.limit);
+  const redisAway = (how: string): FaultBound => ({
+    over: away,
+    // "Redis back: … the shares hold until every replica is counted again … at most lease_ttl_s"
+    // after the last replica reconnects.
+    afterMs: RECONNECT_MS + lease,
     waitersExempt: true,
-    source: `When Redis goes away (${how}): local policy while away, Worst-case overshoot for a heartbeat after`,
+    source: `Redis away, local (${how}), then Redis back: settled within lease_ttl_s of reconnecting`,
     documented: true,
   });
+  // "One replica cut off from Redis: at most max(1, f); once its lease has expired … at most
+  // max(its calls at the cut, max(1, f)) in all; until it reaches Redis again (then it settles)."
+  const partition = (how: string): FaultBound => ({
+    over: (b, held) => Math.max(held[b.name] ?? 0, Math.max(1, f(b.limit))),
+    afterMs: RECONNECT_MS + lease,
+    waitersExempt: true,
+    source: `One replica cut off from Redis (${how})`,
+    documented: true,
+  });
+  const none = () => 0;
   return {
     "replica-kill": {
-      during: none,
-      after: none,
-      // From the SIGKILL: its last heartbeat was before it, so its lease ends within lease_ttl_s.
+      over: none,
+      // "its slots come back lease_ttl_s after its last heartbeat" — before the kill.
       afterMs: lease,
       waitersExempt: true,
-      source: "Crash safety: a killed replica's calls stop counting within lease_ttl_s of its last heartbeat",
+      source: "A replica killed (SIGKILL): 0 over; its slots come back lease_ttl_s after its last heartbeat",
       documented: true,
     },
     "pause-short": {
-      during: none,
-      after: none,
+      over: none,
       afterMs: hb,
       waitersExempt: true,
-      source: "a pause shorter than the lease keeps the lease: nothing is reclaimed, nothing above the limit",
+      source: "A replica paused shorter than lease_ttl_s: 0, its lease and its counts live on",
       documented: true,
     },
     "pause-long": {
-      during: none,
-      after: none,
-      afterMs: lease + hb,
+      // "what it held when paused … until the calls it held end"; on resuming it settles like
+      // after a flush (a heartbeat to re-register, then at most lease_ttl_s).
+      over: (b, held) => held[b.name] ?? 0,
+      afterMs: hb + lease,
       waitersExempt: true,
-      source: "not written yet (issue 22 defect 4: a replica paused past its lease)",
-      documented: false,
+      source: "A replica paused longer than lease_ttl_s: what it held when paused, until those calls end",
+      documented: true,
     },
-    "redis-restart": outage("killed, started empty"),
-    "redis-stop": outage("down for seconds, back empty"),
+    "redis-restart": redisAway("killed, started again at once, empty"),
+    "redis-stop": redisAway("down for seconds, back empty"),
     "redis-flushall": {
-      during: none,
-      after: none,
-      afterMs: hb + RECONNECT_SLACK_MS,
+      // "grants: as for Redis back. Per-key bounds: the other replicas' calls on that key"
+      // (at most the key's bound), "one round trip after the first replica re-registers".
+      over: (b) => (b.name.startsWith("key:") ? b.limit : away(b)),
+      afterMs: hb + lease,
       waitersExempt: true,
-      source: "not written yet (issue 22: 'after a FLUSHALL'; re-initialised by the next heartbeat)",
-      documented: false,
+      source: "FLUSHALL: grants as for Redis back; per-key bounds: the other replicas' calls on the key",
+      documented: true,
     },
-    "redis-sleep": outage("a script unanswered for a heartbeat, at least 5 s, starts the policy"),
-    "redis-maxmemory": outage("a failed round trip"),
-    "proxy-drop": outage("a dropped connection, then the rewrite"),
-    "proxy-blackhole": outage("a partition that drops packets"),
+    "redis-sleep": redisAway("DEBUG SLEEP: past the 5 s script timeout the policy starts"),
+    "redis-maxmemory": redisAway("maxmemory: every write refused"),
+    "proxy-drop": partition("its connections reset"),
+    "proxy-blackhole": partition("its traffic lost, then reset"),
     sighup: {
-      during: none,
-      after: none,
+      over: none,
       afterMs: hb,
       waitersExempt: false,
-      source: "a reload applies to the live lanes without dropping a call: nothing above the limit",
+      source: "a reload applies to the live lanes without dropping a call: nothing above a limit",
       documented: true,
     },
   };

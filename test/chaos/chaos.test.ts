@@ -55,7 +55,7 @@ describe("chaos: replicas, Redis and the network fail at random under traffic", 
         replicas: 3,
         schedule: "each-once",
         traffic: { loops: 10, thinkMs: [50, 300], disconnectShare: 0.1, streamShare: 0.3 },
-        gapMs: [300, 1200],
+        gapMs: [200, 800],
         rssEveryMs: 1000,
         log: (line) => lines.push(line),
       });

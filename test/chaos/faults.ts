@@ -33,6 +33,8 @@ export interface FaultRecord {
   readonly detail: string;
   /** The replica slot it hit, when it hit one. */
   readonly replica?: number;
+  /** What that replica had running at the pods when it was hit, per budget ("lane", "pod:p0", "key:k-bound"). */
+  readonly held: Readonly<Record<string, number>>;
   readonly startAt: number;
   /** When the fault was lifted (the process resumed or restarted, Redis back, the proxy passing). */
   readonly liftedAt: number;
@@ -60,10 +62,12 @@ export async function inject(kind: FaultKind, target: FaultTarget, rng: Rng): Pr
   // (a pause past the lease: calls longer than the lease), where defects show (issue 22 §2, §4).
   const outlives = kind === "pause-long" ? lease : 0;
   const replica = victim(target, rng, outlives);
+  const held = heldBy(target.ledger, replica.index);
   const done = (detail: string, hit?: number, liftedAt = now()): FaultRecord => ({
     kind,
     detail,
     ...(hit === undefined ? {} : { replica: hit }),
+    held: hit === undefined ? {} : held,
     startAt,
     liftedAt,
   });
@@ -132,6 +136,21 @@ export async function inject(kind: FaultKind, target: FaultTarget, rng: Rng): Pr
       return done(`replica ${replica.index} SIGHUP (queue_timeout_s rewritten)`, replica.index);
     }
   }
+}
+
+/** The calls `replica` has running at the pods, per budget they take. */
+function heldBy(ledger: Ledger, replica: number): Record<string, number> {
+  const held: Record<string, number> = {};
+  const add = (name: string) => {
+    held[name] = (held[name] ?? 0) + 1;
+  };
+  for (const c of ledger.calls.values()) {
+    if (c.replica !== replica || c.podStartAt === undefined || c.podEndAt !== undefined) continue;
+    add("lane");
+    add(`pod:${c.pod}`);
+    add(`key:${c.key}`);
+  }
+  return held;
 }
 
 /** The up replica holding the most calls at the pods with more than `leftMs` to run (ties: random). */

@@ -184,11 +184,11 @@ export function receiptTable(r: Receipt): string {
   );
   lines.push("");
   lines.push(
-    "  fault              injected  max over limit  bound  time over (ms)  violations  bound written",
+    "  fault              injected  most over a limit (a start)  bound  time over (ms)  violations  bound written",
   );
   for (const c of r.causes) {
     lines.push(
-      `  ${c.cause.padEnd(18)} ${String(c.injected).padStart(8)}  ${`${c.maxExcess}${c.gauge ? ` (${c.gauge})` : ""}`.padStart(14)}  ${String(c.allowed).padStart(5)}  ${String(c.overMs).padStart(14)}  ${String(c.violations.length).padStart(10)}  ${c.documented ? "yes" : "NO"}`,
+      `  ${c.cause.padEnd(18)} ${String(c.injected).padStart(8)}  ${`${c.maxExcess}${c.gauge ? ` (${c.gauge})` : ""}`.padStart(27)}  ${String(c.allowed).padStart(5)}  ${String(c.overMs).padStart(14)}  ${String(c.violations.length).padStart(10)}  ${c.documented ? "yes" : "NO"}`,
     );
   }
   lines.push("");

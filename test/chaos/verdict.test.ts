@@ -1,8 +1,9 @@
 /**
  * The chaos verdict on ledgers written by hand, so its judgements are known to catch what they
- * claim (a chaos run that passes proves little unless a bad run would fail): a stretch over a
- * limit is attributed to the fault in force and held to that fault's bound during and after it;
- * with no fault in force any excess fails; a waiter with room at the pods past the threshold is
+ * claim (a chaos run that passes proves little unless a bad run would fail): a start at the pods
+ * over a limit is held to the bound of the fault whose window is open (what a paused replica held,
+ * for a pause past the lease); with no window open any start over a limit fails, while calls
+ * started within an allowance may run on; a waiter with room at the pods past the threshold is
  * stuck unless a fault excuses it.
  */
 import assert from "node:assert/strict";
@@ -48,6 +49,7 @@ function call(ledger: Ledger, c: Partial<CallRecord> & { id: string; sentAt: num
 const fault = (kind: FaultRecord["kind"], startAt: number, liftedAt: number): FaultRecord => ({
   kind,
   detail: "by hand",
+  held: {},
   startAt,
   liftedAt,
 });
@@ -66,32 +68,49 @@ describe("chaos verdict", () => {
     assert.equal(steady.violations[0]!.ms, 100);
   });
 
-  test("an excess while a fault is in force is held to that fault's bound, during and after", () => {
-    // Redis stopped 1000–4000: during, the local share (3 × ⌊6 ÷ 3⌋ = 6) allows nothing above 6;
-    // for a heartbeat after, what was granted in the gap (6) is allowed.
+  test("a start over the limit while a fault's window is open is held to that fault's bound", () => {
+    // Redis stopped 1000–4000, its window open until 4000 + reconnect + lease: the Redis-away
+    // allowance on the lane (limit 6, 3 replicas, f = 2) is (3 − 1) × 2 = 4.
     const ledger = ledgerOf([
       [500, 6],
-      [2000, 1],
-      [2100, -1],
-      [4200, 2],
-      [4300, -2],
+      [2000, 4],
+      [2100, -4],
+      [4200, 5],
+      [4300, -5],
     ]);
     const { byCause } = overshoots(ledger, windowsOf([fault("redis-stop", 1000, 4000)], bounds));
     const s = byCause.get("redis-stop")!;
-    assert.equal(s.maxExcess, 2);
-    assert.equal(s.violations.length, 1, "only the excess while Redis was away breaks the bound");
-    assert.equal(s.violations[0]!.phase, "during");
+    assert.equal(s.maxExcess, 5);
+    assert.equal(s.allowed, 4);
+    assert.equal(s.violations.length, 1, "only the start past the allowance breaks the bound");
+    assert.equal(s.violations[0]!.phase, "after");
     assert.equal(byCause.get("steady"), undefined);
   });
 
-  test("an excess that outlasts its fault's window is the steady state's", () => {
+  test("calls started within a window may run on after it; a start over the limit after it is steady's", () => {
     const ledger = ledgerOf([
       [500, 7],
-      [8000, -1],
+      [2000, 1],
+      [8000, -8],
     ]);
     const { byCause } = overshoots(ledger, windowsOf([fault("sighup", 400, 400)], bounds));
-    assert.equal(byCause.get("sighup")!.violations.length, 1);
-    assert.equal(byCause.get("steady")!.violations.length, 1, "past the window it is nobody's allowance");
+    assert.equal(byCause.get("sighup")!.violations.length, 1, "a reload allows nothing over the limit");
+    const steady = byCause.get("steady")!;
+    assert.equal(steady.violations.length, 1, "the start at 2000, with no window open");
+    assert.equal(steady.violations[0]!.at, 2000);
+  });
+
+  test("a pause past the lease allows what its replica held when paused", () => {
+    const ledger = ledgerOf([
+      [500, 6],
+      [2000, 2],
+      [2100, 1],
+    ]);
+    const paused = { ...fault("pause-long", 1000, 5000), held: { lane: 2 } };
+    const { byCause } = overshoots(ledger, windowsOf([paused], bounds));
+    const lane = byCause.get("pause-long")!.violations.filter((v) => v.gauge === "lane");
+    assert.equal(lane.length, 1, "8 is within 6 + the 2 it held; 9 is not");
+    assert.equal(lane[0]!.seen, 9);
   });
 
   test("a waiter with room at the pods past the threshold is stuck; one excused by a fault is not", () => {

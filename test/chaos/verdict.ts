@@ -1,6 +1,6 @@
 /**
- * Reads the ledger against the faults and their bounds: every moment a budget was above its
- * limit at the pods (and which fault was in force then, and what that fault allows), every call
+ * Reads the ledger against the faults and their bounds: every start at the pods that left a budget
+ * above its limit (and which fault's window was open then, and what that fault allows), every call
  * that waited at a gateway while the pods had room for it for longer than a heartbeat, and every
  * call a pod ran twice. Pure: data in, findings out; the test and the soak decide what fails.
  */
@@ -11,29 +11,31 @@ import type { FleetShape } from "./shape.js";
 
 export type Cause = FaultKind | "steady";
 
-/** A stretch of time a budget spent above its limit. */
+/** A start at the pods that left a budget above its limit. */
 export interface Overshoot {
   readonly gauge: string;
   readonly limit: number;
+  /** The budget's count at the pods right after the start. */
   readonly seen: number;
   readonly at: number;
+  /** How long the count stayed above the limit from this start on, ms. */
   readonly ms: number;
-  /** The faults in force then (none: "steady"), and the most they allow above the limit. */
+  /** The faults whose window was open at the start (none: "steady"), and the most they allow. */
   readonly causes: Cause[];
-  /** Whether those faults were still in force or lifted (within the time their bound lasts after). */
-  readonly phase: "steady" | "during" | "after";
   readonly allowed: number;
+  /** Whether those faults were still in force or lifted (settling, within their window). */
+  readonly phase: "steady" | "during" | "after";
 }
 
 export interface CauseSummary {
-  /** Largest excess over a limit seen while this cause was in force, and on which budget. */
+  /** Largest excess over a limit a start left while this cause's window was open, and on which budget. */
   maxExcess: number;
   gauge: string;
-  /** The most this cause allows on that budget (during or after it). */
+  /** The most this cause allows on that budget. */
   allowed: number;
-  /** Time spent over a limit while it was in force, ms. */
+  /** Time spent over a limit in stretches that began while its window was open, ms. */
   overMs: number;
-  /** Stretches over its allowance. */
+  /** Starts past its allowance. */
   violations: Overshoot[];
 }
 
@@ -52,44 +54,39 @@ interface Window {
   readonly lifted: number;
   readonly end: number;
   readonly bound: FaultBound;
+  readonly held: Readonly<Record<string, number>>;
 }
 
 export function windowsOf(faults: readonly FaultRecord[], bounds: Record<FaultKind, FaultBound>): Window[] {
   return faults.map((f) => {
     const bound = bounds[f.kind];
-    return { kind: f.kind, start: f.startAt, lifted: f.liftedAt, end: f.liftedAt + bound.afterMs, bound };
+    const end = f.liftedAt + bound.afterMs;
+    return { kind: f.kind, start: f.startAt, lifted: f.liftedAt, end, bound, held: f.held };
   });
 }
 
-/** The windows in force at `t`, with what each allows on a budget of `limit` then. */
-function inForce(windows: readonly Window[], t: number, limit: number): Array<[Window, number]> {
-  const out: Array<[Window, number]> = [];
-  for (const w of windows) {
-    if (t < w.start || t >= w.end) continue;
-    out.push([w, t < w.lifted ? w.bound.during(limit) : w.bound.after(limit)]);
-  }
-  return out;
-}
-
-/** Every stretch over a limit, on every budget, with its causes; and a summary per cause. */
+/**
+ * Every start at the pods that left a budget above its limit, with the faults whose window was
+ * open then and what they allow; and a summary per cause. A call already running is never cut,
+ * so what counts is the start: calls started within an allowance may run on after the window.
+ */
 export function overshoots(
   ledger: Ledger,
   windows: readonly Window[],
 ): { stretches: Overshoot[]; byCause: Map<Cause, CauseSummary> } {
   const stretches: Overshoot[] = [];
   const byCause = new Map<Cause, CauseSummary>();
-  const edges = windows.flatMap((w) => [w.start, w.lifted, w.end]);
   for (const gauge of ledger.gauges.values()) {
-    const times = [...new Set([...gauge.times, ...edges])].sort((a, b) => a - b);
-    for (let i = 0; i < times.length; i++) {
+    const { times, values } = gauge;
+    for (let i = 1; i < times.length; i++) {
+      const seen = values[i]!;
+      if (seen <= gauge.limit || seen <= values[i - 1]!) continue; // only a start that lands over
       const t = times[i]!;
-      const seen = gauge.valueAt(t);
-      if (seen <= gauge.limit) continue;
-      const ms = (times[i + 1] ?? t) - t;
-      const forced = inForce(windows, t, gauge.limit);
-      const causes: Cause[] = forced.length === 0 ? ["steady"] : forced.map(([w]) => w.kind);
-      const allowed = forced.reduce((m, [, a]) => Math.max(m, a), 0);
-      const phase = forced.length === 0 ? "steady" : forced.some(([w]) => t < w.lifted) ? "during" : "after";
+      const open = windows.filter((w) => t >= w.start && t < w.end);
+      const allowed = open.reduce((m, w) => Math.max(m, w.bound.over(gauge, w.held)), 0);
+      const causes: Cause[] = open.length === 0 ? ["steady"] : open.map((w) => w.kind);
+      const phase = open.length === 0 ? "steady" : open.some((w) => t < w.lifted) ? "during" : "after";
+      const ms = overFrom(gauge, i) - t;
       const stretch: Overshoot = {
         gauge: gauge.name,
         limit: gauge.limit,
@@ -102,9 +99,10 @@ export function overshoots(
       };
       stretches.push(stretch);
       const excess = seen - gauge.limit;
+      const rose = values[i - 1]! <= gauge.limit; // this start began a stretch over the limit
       for (const cause of causes) {
         const s = summaryOf(byCause, cause);
-        s.overMs += ms;
+        if (rose) s.overMs += ms;
         if (excess > s.maxExcess) {
           s.maxExcess = excess;
           s.gauge = gauge.name;
@@ -115,6 +113,13 @@ export function overshoots(
     }
   }
   return { stretches, byCause };
+}
+
+/** When the count, over its limit at change `i`, next came down to it (or its last change). */
+function overFrom(gauge: Gauge, i: number): number {
+  for (let j = i + 1; j < gauge.times.length; j++)
+    if (gauge.values[j]! <= gauge.limit) return gauge.times[j]!;
+  return gauge.times.at(-1)!;
 }
 
 function summaryOf(map: Map<Cause, CauseSummary>, cause: Cause): CauseSummary {
