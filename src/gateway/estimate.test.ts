@@ -59,6 +59,17 @@ describe("the token estimate (estimate.ts)", () => {
       0,
     );
     assert.ok(formatted - bare >= textTokens(description), "response_format's schema counts");
+    // A schema's property names are rendered into the prompt too: text hidden in keys counts.
+    const keyed = promptTokens(
+      {
+        ...base,
+        tools: [
+          { type: "function", function: { name: "f", parameters: { properties: { [description]: {} } } } },
+        ],
+      },
+      0,
+    );
+    assert.ok(keyed - bare >= textTokens(description), `a property name counts: ${keyed - bare}`);
     // Settings are not input: a long `user` or `metadata` is not billed.
     assert.equal(promptTokens({ ...base, user: "x".repeat(1000), temperature: 0.5 }, 0), bare);
   });

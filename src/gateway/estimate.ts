@@ -132,6 +132,21 @@ const LABELS = new Set(["role", "type", "detail", "format"]);
 const LABEL_CHARS = 64;
 /** Members holding media payloads (base64, data URLs): counted by their part's formula, not as text. */
 const PAYLOADS = new Set(["url", "image_url", "data", "file_data"]);
+/**
+ * Members holding schemas and tool definitions, which providers render into the prompt whole:
+ * their keys (property names) count as text, and so do their `type`s and `format`s.
+ */
+const SCHEMAS = new Set(["tools", "functions", "response_format", "text"]);
+/** How a member's contents count: numbers as token ids; keys and every string as text. */
+const TOKEN_IDS = 1;
+const SCHEMA = 2;
+
+/** A string that is a label or a media payload, not text (outside schemas). */
+function skipped(key: string, value: string): boolean {
+  if (LABELS.has(key)) return value.length <= LABEL_CHARS;
+  return PAYLOADS.has(key) && (key === "data" || key === "file_data" || value.startsWith("data:"));
+}
+
 /** Members of the OpenAI-style bodies whose input is walked; a body with none counts its bytes ÷ 4. */
 const INPUTS = ["messages", "prompt", "input", "instructions", "tools", "functions"];
 
@@ -139,9 +154,9 @@ const INPUTS = ["messages", "prompt", "input", "instructions", "tools", "functio
  * The prompt's tokens of an OpenAI-style body — everything a provider bills as input: every string
  * of `messages` (all content parts, `name`s, assistant `tool_calls` and their arguments,
  * `refusal`), `prompt`/`input` (token ids count one each), `instructions`, `tools` and `functions`
- * (names, descriptions, parameter schemas), `response_format`'s schema, any other member that is
- * not a setting ({@link SETTINGS}); 4 per message; images and audio by their formulas
- * (estimate-media.ts). Any other body counts its bytes ÷ 4.
+ * (names, descriptions, parameter schemas with their property names), `response_format`'s schema,
+ * any other member that is not a setting ({@link SETTINGS}); 4 per message; images and audio by
+ * their formulas (estimate-media.ts). Any other body counts its bytes ÷ 4.
  *
  * The walk is iterative (an explicit stack), so a deep body costs no call stack: its depth is
  * bounded by the JSON guard before it is parsed, and the sim's provider reuses this unguarded.
@@ -154,44 +169,45 @@ export function promptTokens(
   if (!INPUTS.some((k) => body[k] !== undefined)) return charsToTokens(bodyBytes);
   const text = new TextCount();
   let tokens = 0;
-  // Parallel stacks: the value, the member it is (or is inside a list of), and whether numbers
-  // in it are token ids (under `prompt` or `input`).
+  // Parallel stacks: the value, the member it is (or is inside a list of), and how it counts
+  // (TOKEN_IDS, SCHEMA: bits).
   const values: unknown[] = [];
   const keys: string[] = [];
-  const ids: boolean[] = [];
+  const kinds: number[] = [];
   const members = Object.keys(body);
   for (let i = members.length - 1; i >= 0; i--) {
     const k = members[i]!;
     if (SETTINGS.has(k)) continue;
     values.push(body[k]);
     keys.push(k);
-    ids.push(k === "prompt" || k === "input");
+    kinds.push(k === "prompt" || k === "input" ? TOKEN_IDS : SCHEMAS.has(k) ? SCHEMA : 0);
   }
   while (values.length > 0) {
     const value = values.pop();
     const key = keys.pop()!;
-    const tokenIds = ids.pop()!;
+    const kind = kinds.pop()!;
     if (typeof value === "string") {
-      if (LABELS.has(key) && value.length <= LABEL_CHARS) continue;
-      if (PAYLOADS.has(key) && (key === "data" || key === "file_data" || value.startsWith("data:"))) continue;
+      if (kind !== SCHEMA && skipped(key, value)) continue;
       text.add(value);
     } else if (typeof value === "number") {
-      if (tokenIds) tokens++;
+      if (kind === TOKEN_IDS) tokens++;
     } else if (Array.isArray(value)) {
       for (let i = value.length - 1; i >= 0; i--) {
         values.push(value[i]);
         keys.push(key);
-        ids.push(tokenIds);
+        kinds.push(kind);
       }
     } else if (value !== null && typeof value === "object") {
       const o = value as Record<string, unknown>;
       if (typeof o.role === "string") tokens += PER_MESSAGE;
       tokens += mediaTokens(o, costs);
       const inner = Object.keys(o);
+      // A schema's property names are rendered into the prompt: they count as text.
+      if (kind === SCHEMA) for (const k of inner) text.add(k);
       for (let i = inner.length - 1; i >= 0; i--) {
         values.push(o[inner[i]!]);
         keys.push(inner[i]!);
-        ids.push(tokenIds);
+        kinds.push(kind);
       }
     }
   }
