@@ -31,6 +31,7 @@ const SNAPSHOT: Snapshot = {
       wait_p90_s_5m: 171,
       queue_timeouts_5m: 2,
       saturated: true,
+      state: "local_queue",
       paused_s: 0,
     },
     {
@@ -47,6 +48,7 @@ const SNAPSHOT: Snapshot = {
       wait_p90_s_5m: 1.25,
       queue_timeouts_5m: 0,
       saturated: false,
+      state: "gateway_degraded",
       paused_s: 0,
     },
   ],
@@ -87,9 +89,9 @@ const SNAPSHOT: Snapshot = {
 
 const EXPECTED = `sluice gw-1:4242 at 2025-06-01T12:00:00.000Z
 
-LANE       INFLIGHT/LIMIT  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED
-qwen3-27b  6/6             6      9/24 (0/2/7)          3m32s        38s/2m51s        2            yes
-ocr        3/16            12     0/64 (0/0/0)          0s           50ms/1.3s        0            no
+LANE       INFLIGHT/LIMIT  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED  STATE
+qwen3-27b  6/6             6      9/24 (0/2/7)          3m32s        38s/2m51s        2            yes        local_queue
+ocr        3/16            12     0/64 (0/0/0)          0s           50ms/1.3s        0            no         gateway_degraded
 
 POD                   LANE       WIDTH/CEILING  INFLIGHT  BREAKER
 http://10.0.0.5:8000  qwen3-27b  29/64          27        closed
@@ -146,8 +148,8 @@ describe("formatStatus", () => {
       `sluice gw-1:4242 at 2025-06-01T12:00:00.000Z
 store redis+cluster://r1:7000,r2:7000 (replica gw-1:4242): connected, counts are the fleet's, with this replica's share
 
-LANE  FLEET INFLIGHT/LIMIT  THIS REPLICA  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED
-ocr   5/16                  2             12     0/64 (0/0/0)          0s           50ms/1.3s        0            no
+LANE  FLEET INFLIGHT/LIMIT  THIS REPLICA  WIDTH  QUEUED/LIMIT (I/D/B)  OLDEST WAIT  WAIT P50/P90 5M  TIMEOUTS 5M  SATURATED  STATE
+ocr   5/16                  2             12     0/64 (0/0/0)          0s           50ms/1.3s        0            no         gateway_degraded
 
 POD                   LANE       WIDTH/CEILING  FLEET INFLIGHT  THIS REPLICA  BREAKER
 http://10.0.0.5:8000  qwen3-27b  29/64          5               2             closed

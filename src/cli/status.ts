@@ -130,6 +130,7 @@ export function formatStatus(s: Snapshot): string {
         "WAIT P50/P90 5M",
         "TIMEOUTS 5M",
         "SATURATED",
+        "STATE",
       ],
       s.lanes.map((l) => laneRow(l, fleet)),
     ),
@@ -226,6 +227,7 @@ function laneRow(l: LaneSnapshot, fleet: ReturnType<typeof fleetColumns>): strin
     `${duration(l.wait_p50_s_5m)}/${duration(l.wait_p90_s_5m)}`,
     String(l.queue_timeouts_5m),
     l.saturated ? "yes" : "no",
+    l.state,
   ];
 }
 

@@ -9,6 +9,7 @@ import type { ArrivalBudget, ConcurrencyBudget } from "./budget.js";
 import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
 import type { Pod } from "./pod.js";
 import { RateBudget } from "./rate-budget.js";
+import { type WaitState, waitState } from "./wait-state.js";
 
 export interface LaneSnapshot {
   lane: string;
@@ -28,6 +29,12 @@ export interface LaneSnapshot {
   queue_timeouts_5m: number;
   /** `queued > 0` held continuously for ≥ 60 s. */
   saturated: boolean;
+  /**
+   * Why its callers wait (seed 002, `wait-state.ts`): `local_queue` (every slot in use, callers
+   * queue at the lane's limit), `gateway_degraded` (a pod tripped, paused or narrowed: the
+   * servers took capacity away), or `ok`.
+   */
+  state: WaitState;
   /** Seconds until the first pod's quota pause ends while every pod is paused, or the lane's account's pause (calls are refused `quota_paused`); 0 otherwise. */
   paused_s: number;
   /** The lane's own token bucket (`tpm`), when it has one. */
@@ -162,6 +169,7 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
     wait_p90_s_5m: seconds(lane.waits.quantile(0.9, nowMs)),
     queue_timeouts_5m: lane.timeouts.events(nowMs),
     saturated: lane.queuedSince !== undefined && nowMs - lane.queuedSince >= SATURATED_AFTER_MS,
+    state: waitState(lane, nowMs),
     paused_s: seconds(lane.pausedFor(nowMs) ?? 0),
     ...laneBuckets(lane, nowMs),
   };

@@ -23,6 +23,7 @@ function reference(code: string, message: string, n: LaneNumbers, retryMs: numbe
       queue_limit: n.queueLimit,
       width: n.width,
       retry_after_ms: retryMs,
+      ...(n.state === undefined ? {} : { state: n.state }),
     },
   });
 }
@@ -32,6 +33,8 @@ const lanes: LaneNumbers[] = [
   { lane: "", inflight: 0, queued: 0, queueLimit: 0, width: 0 },
   { lane: 'we"ird\\lane\u2028ü😀', inflight: -0, queued: 1e21, queueLimit: 3, width: 1.5 },
   { lane: "nan", inflight: Number.NaN, queued: Number.POSITIVE_INFINITY, queueLimit: 1, width: 2 },
+  { lane: "chat", inflight: 4, queued: 8, queueLimit: 8, width: 4, state: "local_queue" },
+  { lane: "chat", inflight: 1, queued: 3, queueLimit: 8, width: 1, state: "gateway_degraded" },
 ];
 const messages = [
   "lane bench-d is full (16 in flight, 128/128 queued); retry in 1000 ms",

@@ -6,6 +6,7 @@
 import type { ServerResponse } from "node:http";
 import { BreakerOpenError, QueueFullError, type SluiceError, StoreUnavailableError } from "../core/errors.js";
 import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+import type { WaitState } from "../core/wait-state.js";
 import { noteRefusal } from "./pacing.js";
 
 /** The lane's numbers at the moment of the refusal. */
@@ -15,6 +16,8 @@ export interface LaneNumbers {
   queued: number;
   queueLimit: number;
   width: number;
+  /** Why its callers wait (`core/wait-state.ts`); absent when no lane is known. */
+  state?: WaitState | undefined;
 }
 
 /**
@@ -64,6 +67,7 @@ function numbersOf(error: SluiceError, lane: LaneNumbers | undefined): LaneNumbe
       queued: error.queued,
       queueLimit: error.queueLimit,
       width: error.width,
+      state: lane?.lane === error.lane ? lane.state : undefined,
     };
   }
   return lane ?? { lane: "", inflight: 0, queued: 0, queueLimit: 0, width: 0 };
@@ -101,12 +105,12 @@ function literal(s: string): string {
 
 /**
  * The refusal's body, byte for byte what `JSON.stringify` makes of
- * `{ error: { type, code, message, lane, inflight, queued, queue_limit, width, retry_after_ms } }`
- * (refusal.test.ts checks it), built from parts: under a retry storm the gateway sends
- * thousands a second, and only the message needs escaping each time.
+ * `{ error: { type, code, message, lane, inflight, queued, queue_limit, width, retry_after_ms, state } }`
+ * (`state` only when known; refusal.test.ts checks it), built from parts: under a retry storm the
+ * gateway sends thousands a second, and only the message needs escaping each time.
  */
 export function refusalBody(code: string, message: string, n: LaneNumbers, retryMs: number): string {
-  const { inflight, queued, queueLimit, width } = n;
+  const { inflight, queued, queueLimit, width, state } = n;
   if (!(isCount(inflight) && isCount(queued) && isCount(queueLimit) && isCount(width) && isCount(retryMs))) {
     // Not plain numbers (never expected): let JSON decide how each prints.
     return JSON.stringify({
@@ -120,10 +124,12 @@ export function refusalBody(code: string, message: string, n: LaneNumbers, retry
         queue_limit: queueLimit,
         width,
         retry_after_ms: retryMs,
+        ...(state === undefined ? {} : { state }),
       },
     });
   }
-  return `{"error":{"type":"sluice_capacity","code":${literal(code)},"message":${JSON.stringify(message)},"lane":${literal(n.lane)},"inflight":${inflight},"queued":${queued},"queue_limit":${queueLimit},"width":${width},"retry_after_ms":${retryMs}}}`;
+  const tail = state === undefined ? "}}" : `,"state":"${state}"}}`;
+  return `{"error":{"type":"sluice_capacity","code":${literal(code)},"message":${JSON.stringify(message)},"lane":${literal(n.lane)},"inflight":${inflight},"queued":${queued},"queue_limit":${queueLimit},"width":${width},"retry_after_ms":${retryMs}${tail}`;
 }
 
 /** A finite number: a template prints it as JSON does. */
@@ -173,6 +179,7 @@ export function sendRefusal(
     requestId,
   ];
   if (n.lane) headers.push("x-sluice-lane", n.lane);
+  if (n.state !== undefined) headers.push("x-sluice-state", n.state);
   if (priority) headers.push("x-sluice-priority", priority);
   if (close) headers.push("connection", "close");
   res.writeHead(error.httpStatus, headers);

@@ -14,7 +14,7 @@ import { type LaneNumbers, sendRefusal } from "./refusal.js";
 export function laneNumbers(governor: Governor, lane: string | undefined): LaneNumbers | undefined {
   if (lane === undefined) return undefined;
   const s = governor.laneStatus(lane);
-  return s === undefined ? undefined : { lane, ...s };
+  return s === undefined ? undefined : { lane, ...s, state: governor.waitState(lane) };
 }
 
 /**

@@ -24,6 +24,7 @@ import {
   type WidthEvent,
 } from "../core/scheduler.js";
 import type { Snapshot } from "../core/snapshot.js";
+import { type WaitState, waitState } from "../core/wait-state.js";
 import { waitingByLane } from "../store/fleet-waiters.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
@@ -265,6 +266,12 @@ export class Governor {
     const l = this.#registry.lanes.get(lane);
     if (l === undefined) return undefined;
     return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
+  }
+
+  /** Why the lane's callers wait now (`core/wait-state.ts`); undefined for a lane not made yet. */
+  waitState(lane: string): WaitState | undefined {
+    const l = this.#registry.lanes.get(lane);
+    return l === undefined ? undefined : waitState(l, this.#clock.now());
   }
 
   /**

@@ -77,6 +77,8 @@ describe("writeSnapshotGauges", () => {
           wait_p90_s_5m: 0,
           queue_timeouts_5m: 0,
           saturated: false,
+          // Its pod's breaker is half open: the servers took capacity away.
+          state: "gateway_degraded",
           paused_s: 0,
         },
       ],
@@ -119,6 +121,9 @@ describe("writeSnapshotGauges", () => {
       'sluice_lane_queue_depth{"lane":"chat","priority":"bulk"}=0',
       'sluice_lane_queue_depth{"lane":"chat","priority":"default"}=2',
       'sluice_lane_queue_depth{"lane":"chat","priority":"interactive"}=0',
+      'sluice_lane_state{"lane":"chat","state":"gateway_degraded"}=1',
+      'sluice_lane_state{"lane":"chat","state":"local_queue"}=0',
+      'sluice_lane_state{"lane":"chat","state":"ok"}=0',
       'sluice_pod_ceiling{"pod":"p"}=8',
       'sluice_pod_inflight{"pod":"p"}=3',
       'sluice_pod_width{"pod":"p"}=3',

@@ -29,6 +29,7 @@ export const MetricIds = {
   laneInflight: "sluice_lane_inflight",
   laneLimit: "sluice_lane_limit",
   laneQueueDepth: "sluice_lane_queue_depth",
+  laneState: "sluice_lane_state",
   laneQueueWaitSeconds: "sluice_lane_queue_wait_seconds",
   laneQueueTimeoutsTotal: "sluice_lane_queue_timeouts_total",
   refusalsTotal: "sluice_refusals_total",
@@ -90,6 +91,11 @@ export const METRICS = {
     kind: "gauge",
     help: "Calls waiting in the lane's queue now, by their own priority class.",
     labels: ["lane", "priority"],
+  },
+  [MetricIds.laneState]: {
+    kind: "gauge",
+    help: "Why the lane's callers wait (seed 002): 1 for the state it is in now — ok, local_queue (every slot in use, callers queue at the lane's limit) or gateway_degraded (a pod tripped, paused or narrowed: the servers took capacity away) — 0 for the others.",
+    labels: ["lane", "state"],
   },
   [MetricIds.laneQueueWaitSeconds]: {
     kind: "histogram",

@@ -4,6 +4,7 @@
  * so any sink (Prometheus at scrape time, a push sink on a timer) can use it.
  */
 import type { BucketSnapshot, Snapshot } from "../core/snapshot.js";
+import { WAIT_STATES } from "../core/wait-state.js";
 import {
   BREAKER_STATE_VALUES,
   type LabelsOf,
@@ -26,6 +27,8 @@ export const SNAPSHOT_GAUGES: {
     s.lanes.flatMap((l) =>
       PRIORITY_LABELS.map((p) => [{ lane: l.lane, priority: p }, l.queued_by_priority[p]]),
     ),
+  [MetricIds.laneState]: (s) =>
+    s.lanes.flatMap((l) => WAIT_STATES.map((state) => [{ lane: l.lane, state }, l.state === state ? 1 : 0])),
   [MetricIds.podWidth]: (s) => s.pods.map((p) => [{ pod: p.id }, p.width]),
   [MetricIds.podCeiling]: (s) => s.pods.map((p) => [{ pod: p.id }, p.ceiling]),
   [MetricIds.podInflight]: (s) => s.pods.map((p) => [{ pod: p.id }, p.inflight]),
