@@ -113,7 +113,8 @@ const leaningArb: fc.Arbitrary<Leaning> = fc.record({
   includeUsage: share(100),
   logprobs: share(100),
   leaves: share(40),
-  header: share(100),
+  // Never none: naming the lane in the header was the widest way past the budget (issue 21 defect 1).
+  header: fc.oneof(fc.constant(100), fc.integer({ min: 25, max: 100 })),
 });
 
 /** True with `percent` % probability. */
