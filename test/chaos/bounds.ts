@@ -16,12 +16,17 @@ export interface Budget {
   readonly limit: number;
 }
 
+/** What the ledger says about the moment a fault began, per budget (by name). */
+export interface AtFault {
+  /** What the replica it hit had running at the pods. */
+  readonly held: Readonly<Record<string, number>>;
+  /** Calls started at the pods in the heartbeat before it (and 100 ms after: grants on their way). */
+  readonly recent: Readonly<Record<string, number>>;
+}
+
 export interface FaultBound {
-  /**
-   * The most calls above `budget`'s limit a start at the pods may leave while the window is open;
-   * `held` is what the fault's replica had running on each budget when it was hit (by name).
-   */
-  over(budget: Budget, held: Readonly<Record<string, number>>): number;
+  /** The most calls above `budget`'s limit a start at the pods may leave while the window is open. */
+  over(budget: Budget, at: AtFault): number;
   /** How long the window stays open after the fault is lifted (settling, and the waiters' excuse). */
   afterMs: number;
   /** Whether waiters may wait with room at the pods in the window (the fleet cannot see that room). */
@@ -47,8 +52,10 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
   // "Redis away, local: … the calls the other replicas were granted within the last heartbeat
   // before Redis went away (at most (R − 1) × max(1, f)), plus (R − N) × max(1, f) when more
   // replicas run than expected_replicas, plus N − L when L < N."
-  const away = (b: Budget) =>
-    (R - 1) * Math.max(1, f(b.limit)) +
+  // The calls granted in the last heartbeat are what the shares could not see (counted at the
+  // pods); the cap is the worst case the row states.
+  const away = (b: Budget, at: AtFault) =>
+    Math.min(at.recent[b.name] ?? 0, (R - 1) * Math.max(1, f(b.limit))) +
     Math.max(0, R - N) * Math.max(1, f(b.limit)) +
     Math.max(0, N - b.limit);
   const redisAway = (how: string): FaultBound => ({
@@ -63,7 +70,7 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
   // "One replica cut off from Redis: at most max(1, f); once its lease has expired … at most
   // max(its calls at the cut, max(1, f)) in all; until it reaches Redis again (then it settles)."
   const partition = (how: string): FaultBound => ({
-    over: (b, held) => Math.max(held[b.name] ?? 0, Math.max(1, f(b.limit))),
+    over: (b, at) => Math.max(at.held[b.name] ?? 0, Math.max(1, f(b.limit))),
     afterMs: RECONNECT_MS + lease,
     waitersExempt: true,
     source: `One replica cut off from Redis (${how})`,
@@ -89,7 +96,7 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
     "pause-long": {
       // "what it held when paused … until the calls it held end"; on resuming it settles like
       // after a flush (a heartbeat to re-register, then at most lease_ttl_s).
-      over: (b, held) => held[b.name] ?? 0,
+      over: (b, at) => at.held[b.name] ?? 0,
       afterMs: hb + lease,
       waitersExempt: true,
       source: "A replica paused longer than lease_ttl_s: what it held when paused, until those calls end",
@@ -100,7 +107,7 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
     "redis-flushall": {
       // "grants: as for Redis back. Per-key bounds: the other replicas' calls on that key"
       // (at most the key's bound), "one round trip after the first replica re-registers".
-      over: (b) => (b.name.startsWith("key:") ? b.limit : away(b)),
+      over: (b, at) => (b.name.startsWith("key:") ? b.limit : away(b, at)),
       afterMs: hb + lease,
       waitersExempt: true,
       source: "FLUSHALL: grants as for Redis back; per-key bounds: the other replicas' calls on the key",

@@ -77,7 +77,7 @@ export interface Receipt {
 
 export function receiptOf(run: ChaosRun): Receipt {
   const bounds: Record<string, FaultBound> = faultBounds(run.shape);
-  const windows = windowsOf(run.faults, faultBounds(run.shape));
+  const windows = windowsOf(run.faults, faultBounds(run.shape), run.ledger, heartbeatMs(run.shape));
   const { byCause } = overshoots(run.ledger, windows);
   const threshold = heartbeatMs(run.shape) + STUCK_SLACK_MS;
   const stuck = stuckWaiters(run.ledger, run.shape, windows, threshold);

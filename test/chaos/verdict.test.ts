@@ -70,7 +70,8 @@ describe("chaos verdict", () => {
 
   test("a start over the limit while a fault's window is open is held to that fault's bound", () => {
     // Redis stopped 1000–4000, its window open until 4000 + reconnect + lease: the Redis-away
-    // allowance on the lane (limit 6, 3 replicas, f = 2) is (3 − 1) × 2 = 4.
+    // allowance on the lane (limit 6, 3 replicas, f = 2) is the calls started in the heartbeat
+    // before it (6), capped at (3 − 1) × 2 = 4.
     const ledger = ledgerOf([
       [500, 6],
       [2000, 4],
@@ -78,7 +79,10 @@ describe("chaos verdict", () => {
       [4200, 5],
       [4300, -5],
     ]);
-    const { byCause } = overshoots(ledger, windowsOf([fault("redis-stop", 1000, 4000)], bounds));
+    const { byCause } = overshoots(
+      ledger,
+      windowsOf([fault("redis-stop", 1000, 4000)], bounds, ledger, 1000),
+    );
     const s = byCause.get("redis-stop")!;
     assert.equal(s.maxExcess, 5);
     assert.equal(s.allowed, 4);
@@ -87,13 +91,28 @@ describe("chaos verdict", () => {
     assert.equal(byCause.get("steady"), undefined);
   });
 
+  test("Redis away allows nothing over when no call started in the heartbeat before it", () => {
+    const ledger = ledgerOf([
+      [500, 6],
+      [6000, 1],
+      [6100, -1],
+    ]);
+    const { byCause } = overshoots(
+      ledger,
+      windowsOf([fault("redis-stop", 5000, 7000)], bounds, ledger, 1000),
+    );
+    const s = byCause.get("redis-stop")!;
+    assert.equal(s.allowed, 0, "every replica had heard the others, with no grant since");
+    assert.equal(s.violations.length, 1);
+  });
+
   test("calls started within a window may run on after it; a start over the limit after it is steady's", () => {
     const ledger = ledgerOf([
       [500, 7],
       [2000, 1],
       [8000, -8],
     ]);
-    const { byCause } = overshoots(ledger, windowsOf([fault("sighup", 400, 400)], bounds));
+    const { byCause } = overshoots(ledger, windowsOf([fault("sighup", 400, 400)], bounds, ledger, 1000));
     assert.equal(byCause.get("sighup")!.violations.length, 1, "a reload allows nothing over the limit");
     const steady = byCause.get("steady")!;
     assert.equal(steady.violations.length, 1, "the start at 2000, with no window open");
@@ -107,7 +126,7 @@ describe("chaos verdict", () => {
       [2100, 1],
     ]);
     const paused = { ...fault("pause-long", 1000, 5000), held: { lane: 2 } };
-    const { byCause } = overshoots(ledger, windowsOf([paused], bounds));
+    const { byCause } = overshoots(ledger, windowsOf([paused], bounds, ledger, 1000));
     const lane = byCause.get("pause-long")!.violations.filter((v) => v.gauge === "lane");
     assert.equal(lane.length, 1, "8 is within 6 + the 2 it held; 9 is not");
     assert.equal(lane[0]!.seen, 9);
@@ -126,7 +145,12 @@ describe("chaos verdict", () => {
       stuck.map((s) => s.call),
       ["stuck", "stuck-too"],
     );
-    const excused = stuckWaiters(ledger, shape, windowsOf([fault("redis-stop", 900, 3500)], bounds), 2000);
+    const excused = stuckWaiters(
+      ledger,
+      shape,
+      windowsOf([fault("redis-stop", 900, 3500)], bounds, ledger, 1000),
+      2000,
+    );
     assert.deepEqual(excused, [], "Redis away (and a heartbeat after): waiting with room is the policy");
   });
 

@@ -4,7 +4,7 @@
  * that waited at a gateway while the pods had room for it for longer than a heartbeat, and every
  * call a pod ran twice. Pure: data in, findings out; the test and the soak decide what fails.
  */
-import type { FaultBound } from "./bounds.js";
+import type { AtFault, FaultBound } from "./bounds.js";
 import type { FaultKind, FaultRecord } from "./faults.js";
 import type { CallRecord, Gauge, Ledger } from "./ledger.js";
 import type { FleetShape } from "./shape.js";
@@ -54,14 +54,33 @@ interface Window {
   readonly lifted: number;
   readonly end: number;
   readonly bound: FaultBound;
-  readonly held: Readonly<Record<string, number>>;
+  readonly at: AtFault;
 }
 
-export function windowsOf(faults: readonly FaultRecord[], bounds: Record<FaultKind, FaultBound>): Window[] {
+/** Grants on their way when a fault began reach the pods within this (the dispatch after Redis's answer). */
+const GRANT_TO_POD_MS = 100;
+
+/** Each fault's window, with what the ledger says about the moment it began. */
+export function windowsOf(
+  faults: readonly FaultRecord[],
+  bounds: Record<FaultKind, FaultBound>,
+  ledger: Ledger,
+  heartbeatMs: number,
+): Window[] {
   return faults.map((f) => {
     const bound = bounds[f.kind];
     const end = f.liftedAt + bound.afterMs;
-    return { kind: f.kind, start: f.startAt, lifted: f.liftedAt, end, bound, held: f.held };
+    const recent: Record<string, number> = {};
+    for (const g of ledger.gauges.values()) {
+      let starts = 0;
+      let last = g.valueAt(f.startAt - heartbeatMs);
+      for (const [, v] of g.between(f.startAt - heartbeatMs, f.startAt + GRANT_TO_POD_MS)) {
+        if (v > last) starts += v - last;
+        last = v;
+      }
+      recent[g.name] = starts;
+    }
+    return { kind: f.kind, start: f.startAt, lifted: f.liftedAt, end, bound, at: { held: f.held, recent } };
   });
 }
 
@@ -83,7 +102,7 @@ export function overshoots(
       if (seen <= gauge.limit || seen <= values[i - 1]!) continue; // only a start that lands over
       const t = times[i]!;
       const open = windows.filter((w) => t >= w.start && t < w.end);
-      const allowed = open.reduce((m, w) => Math.max(m, w.bound.over(gauge, w.held)), 0);
+      const allowed = open.reduce((m, w) => Math.max(m, w.bound.over(gauge, w.at)), 0);
       const causes: Cause[] = open.length === 0 ? ["steady"] : open.map((w) => w.kind);
       const phase = open.length === 0 ? "steady" : open.some((w) => t < w.lifted) ? "during" : "after";
       const ms = overFrom(gauge, i) - t;
