@@ -90,6 +90,9 @@ describe("the dashboard in Chromium", { skip, timeout: 60_000 }, () => {
     assert.equal(await page.getAttribute("#conn", "data-state"), "live");
     // uPlot drew: one canvas per chart (two per lane, refusals, pods).
     assert.equal(await page.locator("canvas").count(), 2 * 2 + 2);
+    // The gateway's admission bound has its own box, not a row among the GPU groups.
+    assert.ok(stack.gateway.governor.snapshot().groups.some((g) => g.group === "gateway"));
+    assert.equal(await page.locator('#group-table tr[data-group="gateway"]').count(), 0);
     assert.deepEqual(problems, []);
     assert.deepEqual(foreign, [], "everything the page loads is served by the gateway");
   });

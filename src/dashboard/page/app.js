@@ -10,6 +10,7 @@ import { Series } from "./history.js";
 import { LaneCards } from "./lanes.js";
 import { PodView } from "./pods.js";
 import { CODES, OTHER, RefusalRates } from "./refusals.js";
+import { gpuGroups } from "./series-style.js";
 import { TelemetryStream } from "./stream.js";
 import { accountTable, groupTable, keyTable, renderAdmission, renderStore } from "./tables.js";
 
@@ -93,7 +94,7 @@ function onSnapshot(s) {
   renderStore(byId("store"), s.store);
   lanes.update(s.lanes, t, fleet);
   pods.update(s.pods, t);
-  groups.update(s.groups ?? []);
+  groups.update(gpuGroups(s.groups ?? [], s.admission));
   accounts.update(s.accounts ?? []);
   keys.update(s.keys ?? []);
   renderAdmission(byId("admission"), s.admission);

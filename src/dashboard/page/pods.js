@@ -2,11 +2,14 @@
 /**
  * Pods: a row each (width against ceiling, in flight, breaker state as colour and word, trips,
  * reopen countdown, pause) and one chart of every pod's width over time, where an AIMD cut and
- * the walk back up show as a step down and a staircase.
+ * the walk back up show as a step down and a staircase. Each pod's line has its own dash and
+ * stroke width (equal widths would otherwise hide one line under another), and its legend entry
+ * toggles it.
  */
 import { cssColor, LineChart } from "./charts.js";
 import { el, field, secs, setAttr, setShare, setText } from "./dom.js";
 import { Series } from "./history.js";
+import { podStroke } from "./series-style.js";
 
 const PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6", "--c7", "--c8"];
 
@@ -116,6 +119,7 @@ export class PodView {
       series: ids.map((id, i) => ({
         label: short(id),
         color: cssColor(PALETTE[i % PALETTE.length] ?? "--c1"),
+        ...podStroke(i, ids.length),
       })),
     });
   }
