@@ -128,6 +128,13 @@ describe("the dashboard in Chromium", { skip, timeout: 60_000 }, () => {
     assert.equal(stack.gateway.governor.snapshot().pods.find((p) => p.id === dead)?.breaker, "open");
     const row = `tr[data-pod="${dead}"]`;
     await page.waitForSelector(`${row}[data-breaker="open"]`, { timeout: REACT_MS });
+    // Its lane is gateway_degraded (seed 002's second state), and the card says so.
+    await page.waitForSelector(
+      '[data-lane="flaky"][data-state="gateway_degraded"] [data-field="degraded"][data-on="true"]',
+      {
+        timeout: REACT_MS,
+      },
+    );
     assert.equal(await text(`${row} [data-field="breaker"]`), "open");
     assert.match(String(await text(`${row} [data-field="reopens"]`)), /^\d+(\.\d)? s$/);
   });

@@ -51,6 +51,16 @@ class LaneCard {
         el(
           "span",
           { class: "badges" },
+          el(
+            "span",
+            {
+              class: "badge degraded",
+              "data-field": "degraded",
+              "data-on": "false",
+              title: "gateway_degraded: a pod tripped, paused or narrowed — the servers took capacity away",
+            },
+            "degraded",
+          ),
           el("span", { class: "badge paused", "data-field": "paused", "data-on": "false" }, "paused"),
           el(
             "span",
@@ -169,6 +179,9 @@ class LaneCard {
     setAttr(paused, "data-on", String(lane.paused_s > 0));
     setText(paused, lane.paused_s > 0 ? `paused ${secs(lane.paused_s)}` : "paused");
     setAttr(field(r, "saturated"), "data-on", String(lane.saturated));
+    // Seed 002's second state: waits that are the servers' doing, not this lane's own queue.
+    setAttr(field(r, "degraded"), "data-on", String(lane.state === "gateway_degraded"));
+    setAttr(r, "data-state", lane.state ?? "ok");
     setAttr(r, "data-queued", String(lane.queued));
     this.history.push(t, {
       inflight: fleet,
