@@ -44,6 +44,14 @@ export interface FleetKeysContext {
   readonly policy: "local" | "open" | "closed";
   /** Writes back what this replica holds when Redis has forgotten it (the heartbeat). */
   reRegister(): Promise<void>;
+  /**
+   * Settling after an outage or a flush (`fleet-shares.ts`): whether `n` more arrivals on the key
+   * stored under `key` (bound `limit`) would take this replica past its share, and when settling ends.
+   */
+  readonly settling?: {
+    holds(key: string, limit: number, n: number): boolean;
+    settled(): Promise<void>;
+  };
 }
 
 export class FleetKeys {
@@ -112,6 +120,12 @@ export class FleetKeys {
     for (const a of asked) counts.set(a.budget, (counts.get(a.budget) ?? 0) + 1);
     const budgets = [...counts.keys()];
     const keys = budgets.map((b) => this.#keyOf.get(b)!);
+    // Redis may not count the other replicas' calls on these keys yet: past this replica's share,
+    // the arrivals wait until it does (one round trip after the others' roll call, usually).
+    const { settling } = this.context;
+    if (settling !== undefined)
+      while (budgets.some((b, i) => settling.holds(keys[i]!, b.limit, counts.get(b)!)))
+        await settling.settled();
     if (!link.connected()) return this.#unreached(asked, counts, keys);
     const args = budgets.flatMap((b) => [counts.get(b)!, b.limit]);
     const run = () =>

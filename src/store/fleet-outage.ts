@@ -47,6 +47,11 @@ export class FleetOutage {
     return this.#mode;
   }
 
+  /** Whether grants are decided here without Redis (`local`, `open` in force). */
+  get grantsLocally(): boolean {
+    return this.#mode === "local" || this.#mode === "open";
+  }
+
   /** Consecutive failed round trips. */
   get errors(): number {
     return this.#errors;
@@ -78,6 +83,13 @@ export class FleetOutage {
     releases.add(keys);
     return true;
   }
+
+  /** For the per-key arrivals (`FleetKeys`): whether `n` more on `key` pass the share while settling. */
+  readonly keySettling = {
+    holds: (key: string, limit: number, n: number): boolean =>
+      this.shares.holdsBack([key], [limit], (k) => this.parts.mirror.mine(k) + n - 1),
+    settled: (): Promise<void> => this.shares.settled(),
+  };
 
   /**
    * A heartbeat's answer (`heartbeat.lua`) for `keys`. `reRegistered`: Redis had forgotten this

@@ -52,6 +52,8 @@ export class FleetShares {
   #frozen: Heard | undefined;
   /** Settling: since when (Redis ms of the first heartbeat answered after it began), and its poll. */
   #settling: { since: number | undefined; poll: NodeJS.Timeout } | undefined;
+  /** What waits for settling to end (`settled`). */
+  readonly #waiting: Array<() => void> = [];
 
   constructor(
     /** `expected_replicas`: N. */
@@ -136,6 +138,12 @@ export class FleetShares {
     return false;
   }
 
+  /** Resolves when settling ends (at once when not settling). */
+  settled(): Promise<void> {
+    if (this.#settling === undefined) return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
   /** This replica's allowance on `key` (the rule above), from the frozen picture or, if none, the latest. */
   allowance(key: string, limit: number, heard: number): number {
     const floor = Math.floor(limit / this.replicas);
@@ -163,5 +171,6 @@ export class FleetShares {
     if (this.#settling !== undefined) clearInterval(this.#settling.poll);
     this.#settling = undefined;
     this.#frozen = undefined;
+    for (const resolve of this.#waiting.splice(0)) resolve();
   }
 }

@@ -129,18 +129,18 @@ export class RedisStore implements Store {
     this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#beat(false));
     this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
     this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
-    const settle = { channel: this.#settleChannel, beat: () => void this.#beat(false) };
     this.#outage = new FleetOutage({
       ...{ policy: this.#policy, replicas: this.#replicas, leaseTtlMs: this.#ttlMs, link },
       ...{ mirror: this.#mirror, rates: this.#rates, accounts: this.#accounts, resync: this.#resync },
       releases: this.#releases,
       errored: () => this.#storeErrors.emit(),
       beat: () => void this.#beat(false),
-      rollCall: () => void this.#client.publish(settle.channel, this.replica).catch(() => {}),
+      rollCall: () => void this.#client.publish(this.#settleChannel, this.replica).catch(() => {}),
     });
     const [mirror, releases, resync, policy] = [this.#mirror, this.#releases, this.#resync, this.#policy];
-    const reRegister = () => this.heartbeat();
-    this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, reRegister, ...this.#lease });
+    // Re-registers when Redis forgot this replica; an arrival past its share waits while settling.
+    const own = { reRegister: () => this.heartbeat(), settling: this.#outage.keySettling };
+    this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, ...own, ...this.#lease });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
     // Redis ran before the drop runs twice. This replica's fields are rewritten (`fleet-resync.ts`).
@@ -150,7 +150,8 @@ export class RedisStore implements Store {
     this.#client.on("ready", () => this.#outage.mode !== "connected" && void this.heartbeat());
     this.#subscriber.on("error", () => {});
     routeMessages(this.#subscriber, {
-      ...{ pods: this.#pods, accounts: this.#accounts, waiters: this.#waiters, mirror, settle },
+      ...{ pods: this.#pods, accounts: this.#accounts, waiters: this.#waiters, mirror },
+      settle: { channel: this.#settleChannel, beat: () => void this.#beat(false) },
       ...{ replica: this.replica, changes: this.#changes },
     });
   }
@@ -253,8 +254,7 @@ export class RedisStore implements Store {
     const fleet = this.#mirror.fleetPart(path, rank, from);
     const metered = this.#rates.part(path, cost, from, rank);
     if (fleet.keys.length === 0 && metered === null) return true;
-    if (this.#outage.mode === "open" || this.#outage.mode === "local")
-      return this.#heldLocally(fleet.keys, metered);
+    if (this.#outage.grantsLocally) return this.#heldLocally(fleet.keys, metered);
     // Settling after an outage or a flush: not past this replica's share until the others' calls are counted.
     if (this.#outage.holdsBack(fleet.keys, fleet.limits, metered)) return false;
     const heard = this.#mirror.heard(fleet.keys);
