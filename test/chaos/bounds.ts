@@ -105,12 +105,12 @@ export function faultBounds(shape: FleetShape): Record<FaultKind, FaultBound> {
     "redis-restart": redisAway("killed, started again at once, empty"),
     "redis-stop": redisAway("down for seconds, back empty"),
     "redis-flushall": {
-      // "grants: as for Redis back. Per-key bounds: the other replicas' calls on that key"
-      // (at most the key's bound), "one round trip after the first replica re-registers".
-      over: (b, at) => (b.name.startsWith("key:") ? b.limit : away(b, at)),
+      // "as for Redis back: 0 with exact heard counts. Per-key bounds too" — the shares hold while
+      // it settles, "usually one round trip after the first replica re-registers" (a heartbeat).
+      over: away,
       afterMs: hb + lease,
       waitersExempt: true,
-      source: "FLUSHALL: grants as for Redis back; per-key bounds: the other replicas' calls on the key",
+      source: "FLUSHALL: as for Redis back, per-key bounds too; settled within lease_ttl_s of re-registering",
       documented: true,
     },
     "redis-sleep": redisAway("DEBUG SLEEP: past the 5 s script timeout the policy starts"),
