@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import {
   estimateTokens,
   inputOnly,
+  loadTokenizer,
   promptTokens,
   TOKENIZED_CHARS,
   tailTokens,
@@ -129,19 +130,36 @@ describe("the token estimate (estimate.ts)", () => {
     assert.equal(promptTokens({ input: deep }, 0), textTokens("leaf"));
   });
 
-  test("text past the tokenized bound: ASCII ÷ 4, CJK one a character, never below the head's own ratio", () => {
+  test("text past the tokenized head: ASCII ÷ 4, CJK one a character, never below the head's own ratio", () => {
     const long = "a".repeat(TOKENIZED_CHARS + 4000);
     assert.equal(textTokens(long), textTokens("a".repeat(TOKENIZED_CHARS)) + 1000);
     const cjk = "模型服务器的限流网关".repeat(20_000); // 200 000 characters, 3 bytes each
-    const head = textTokens(cjk.slice(0, TOKENIZED_CHARS));
-    assert.equal(
-      textTokens(cjk),
-      head + (cjk.length - TOKENIZED_CHARS),
-      "1 token per CJK character past the head",
-    );
+    // A CJK character weighs 16 against the head: 512 of them are tokenized, the rest 1 token each.
+    const head = textTokens(cjk.slice(0, TOKENIZED_CHARS / 16));
+    assert.equal(textTokens(cjk), head + (cjk.length - TOKENIZED_CHARS / 16));
     assert.equal(tailTokens(100, 100, 0.1), 25);
     assert.equal(tailTokens(100, 300, 0.1), 100);
     assert.equal(tailTokens(100, 100, 0.5), 50, "the head's ratio when it is higher");
+    // A short English instruction, then code: the rest counts at the code samples' ratio, not English's.
+    const code = "if(a[i]!==b[j]){x.y(z,0x7f);}".repeat(4000);
+    const mixed = textTokens(`${"Please review the following code. ".repeat(30)}${code}`);
+    assert.ok(
+      mixed >= loadTokenizer()(code) * 0.95,
+      `${mixed} tokens for code counted at ${loadTokenizer()(code)}`,
+    );
+  });
+
+  test("hostile text costs bounded time: runs without a space are tokenized in short pieces", () => {
+    // The tokenizer is quadratic in a run's length: 16 K × "a" took 322 ms in one piece.
+    const started = performance.now();
+    const a = textTokens("a".repeat(64 * 1024));
+    const cjk = textTokens("模型服务器的限流网关请求令牌".repeat(5000));
+    const ms = performance.now() - started;
+    assert.ok(ms < 1000, `${ms.toFixed(0)} ms for 64 K "a" and 70 000 CJK characters`);
+    assert.ok(a >= 8 * 1024 && cjk >= 70_000 - 512, `${a} and ${cjk} tokens: the rule past the head`);
+    // A piece boundary costs at most one token: English counts as it did in one piece.
+    const prose = "The quick brown fox jumps over the lazy dog. ".repeat(20);
+    assert.equal(textTokens(prose), loadTokenizer()(prose));
   });
 
   test("the estimate: prompt + the output bound, else the model's default, per choice; embeddings their input only", () => {

@@ -7,91 +7,22 @@
  * (reconcile).
  *
  * The prompt is everything the provider bills as input, wherever the body puts it (messages,
- * tools, response_format, images, audio: {@link promptTokens}). Text is counted with a real
- * tokenizer, `gpt-tokenizer`'s `o200k_base`, the encoding of OpenAI's current models
- * (docs/config.md says why this package), over the first {@link TOKENIZED_CHARS} characters;
- * tokenizing is synchronous, and one huge body must not hold the event loop (64 K characters take
- * about 6 ms), so the rest is measured instead ({@link tailTokens}: CJK is not under-counted).
+ * tools, response_format, images, audio: {@link promptTokens}). Its text is counted by
+ * estimate-text.ts: a real tokenizer over a bounded head, the rest measured.
  */
-import { createRequire } from "node:module";
 import { audioTokens, fileTokens, IMAGE_TOKENS_DEFAULT, imageTokens } from "./estimate-media.js";
+import { TextCount } from "./estimate-text.js";
 
-type CountTokens = (text: string) => number;
-let tokenizer: CountTokens | undefined;
+export {
+  charsToTokens,
+  loadTokenizer,
+  TOKENIZED_CHARS,
+  tailTokens,
+  textTokens,
+} from "./estimate-text.js";
 
-/**
- * Loads the tokenizer now if it is not loaded yet. Loading it costs about 0.6 s of CPU and tens of
- * MB (it builds the encoding's ranks), which a gateway without a `tpm` never needs: the gateway
- * calls this at start and on a reload when some model is metered, so no request pays for it.
- */
-export function loadTokenizer(): CountTokens {
-  tokenizer ??= (
-    createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as { countTokens: CountTokens }
-  ).countTokens;
-  return tokenizer;
-}
-
-const countTokens = (text: string): number => (tokenizer ?? loadTokenizer())(text);
-
-/** Characters of a request's text run through the tokenizer; the rest is counted by {@link tailTokens}. */
-export const TOKENIZED_CHARS = 64 * 1024;
 /** OpenAI's per-message overhead in a chat prompt (role and separators), in tokens. */
 const PER_MESSAGE = 4;
-
-/** The rough rule for text the tokenizer does not see: 4 characters per token. */
-export const charsToTokens = (chars: number): number => Math.ceil(chars / 4);
-
-/**
- * Tokens of text past {@link TOKENIZED_CHARS}, from its length in characters and UTF-8 bytes (both
- * cheap: `Buffer.byteLength` is native): ASCII at 4 characters a token, and 3/8 of a token for each
- * byte a character takes past its first, so a CJK character (3 bytes) counts 1 token — o200k_base
- * takes 0.68 (simplified) to 0.90 (traditional Chinese) tokens per CJK character, where bytes ÷ 4
- * would give 0.75 — and at least the tokens per character the tokenized head had.
- */
-export function tailTokens(chars: number, bytes: number, headRatio: number): number {
-  return Math.ceil(Math.max(chars * headRatio, chars / 4 + (3 * (bytes - chars)) / 8));
-}
-
-/**
- * Text of a request, added piece by piece: the first {@link TOKENIZED_CHARS} characters are
- * tokenized in one call at the end, the rest only measured ({@link tailTokens}).
- */
-class TextCount {
-  readonly #head: string[] = [];
-  #headChars = 0;
-  #tailChars = 0;
-  #tailBytes = 0;
-
-  add(text: string): void {
-    const room = TOKENIZED_CHARS - this.#headChars;
-    if (text.length <= room) {
-      this.#head.push(text);
-      this.#headChars += text.length;
-      return;
-    }
-    if (room > 0) {
-      this.#head.push(text.slice(0, room));
-      this.#headChars = TOKENIZED_CHARS;
-    }
-    const tail = room > 0 ? text.slice(room) : text;
-    this.#tailChars += tail.length;
-    this.#tailBytes += Buffer.byteLength(tail, "utf8");
-  }
-
-  tokens(): number {
-    if (this.#headChars === 0) return 0;
-    const head = countTokens(this.#head.length === 1 ? this.#head[0]! : this.#head.join(""));
-    if (this.#tailChars === 0) return head;
-    return head + tailTokens(this.#tailChars, this.#tailBytes, head / this.#headChars);
-  }
-}
-
-/** Tokens of `text`: the tokenizer over the first {@link TOKENIZED_CHARS} characters, {@link tailTokens} beyond. */
-export function textTokens(text: string): number {
-  const count = new TextCount();
-  count.add(text);
-  return count.tokens();
-}
 
 /** What media cost on a model (its `image_tokens`); see estimate-media.ts. */
 export interface MediaCosts {
@@ -166,7 +97,7 @@ export function promptTokens(
   bodyBytes: number,
   costs: MediaCosts = DEFAULT_COSTS,
 ): number {
-  if (!INPUTS.some((k) => body[k] !== undefined)) return charsToTokens(bodyBytes);
+  if (!INPUTS.some((k) => body[k] !== undefined)) return Math.ceil(bodyBytes / 4);
   const text = new TextCount();
   let tokens = 0;
   // Parallel stacks: the value, the member it is (or is inside a list of), and how it counts
