@@ -9,7 +9,7 @@ import { type Measured, MeasureError, measure } from "../plan/measure.js";
 import { fmt, type Plan, plan } from "../plan/plan.js";
 import { parseCliArgs } from "./args.js";
 
-const USAGE = `usage: sluice plan --rps R --latency-s L [--tokens-per-request T --tpm N] [--pods P --per-pod-max M] [--json]
+const USAGE = `usage: sluice plan --rps R --latency-s L [--tokens-per-request T [--reasoning-tokens R] --tpm N] [--pods P --per-pod-max M] [--json]
        sluice plan --from-metrics URL [--sample-s S] [any flag above, which wins over what is measured]
 
 Sizes a model's limits: Little's-law concurrency (rps × latency), the ceiling a tokens-per-minute
@@ -19,6 +19,7 @@ a config snippet.
   --rps R                 requests per second to carry
   --latency-s L           mean latency of one request, seconds (the model's thinking time included)
   --tokens-per-request T  mean tokens per request, prompt + completion (with --tpm)
+  --reasoning-tokens R    mean reasoning tokens per request on top of T (metered as output; with --tpm)
   --tpm N                 the account's tokens per minute
   --pods P                pods serving the model (with --per-pod-max)
   --per-pod-max M         calls one pod carries at once (its --max-num-seqs)
@@ -33,6 +34,7 @@ export const OPTIONS = {
   rps: { type: "string" },
   "latency-s": { type: "string" },
   "tokens-per-request": { type: "string" },
+  "reasoning-tokens": { type: "string" },
   tpm: { type: "string" },
   pods: { type: "string" },
   "per-pod-max": { type: "string" },
@@ -98,6 +100,14 @@ export async function main(argv: string[], io: PlanCliIo = {}): Promise<number> 
   }
 }
 
+/** Tokens per request as the ceiling divides by them: `1500`, or `(1500 + 3000 reasoning)`. */
+function tokensTerm(i: Plan["input"]): string {
+  const reasoning = i.reasoningTokens ?? 0;
+  return reasoning > 0
+    ? `(${fmt(i.tokensPerRequest!)} + ${fmt(reasoning)} reasoning)`
+    : fmt(i.tokensPerRequest!);
+}
+
 /** The plan for people. */
 function render(p: Plan, measured: Measured | null): string[] {
   const { input: i } = p;
@@ -112,7 +122,7 @@ function render(p: Plan, measured: Measured | null): string[] {
   );
   if (p.token_ceiling !== null && p.token_rps !== null) {
     lines.push(
-      `token ceiling     ${fmt(i.tpm!)} tpm ÷ 60 ÷ ${fmt(i.tokensPerRequest!)} tokens × ${fmt(i.latencyS)} s = ` +
+      `token ceiling     ${fmt(i.tpm!)} tpm ÷ 60 ÷ ${tokensTerm(i)} tokens × ${fmt(i.latencyS)} s = ` +
         `${fmt(p.token_ceiling)} calls in flight (${fmt(p.token_rps)} rps)`,
     );
   } else if (i.tokensPerRequest !== undefined) {

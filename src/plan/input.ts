@@ -28,6 +28,7 @@ export interface PlanFlags {
   rps?: string;
   "latency-s"?: string;
   "tokens-per-request"?: string;
+  "reasoning-tokens"?: string;
   tpm?: string;
   pods?: string;
   "per-pod-max"?: string;
@@ -63,6 +64,20 @@ export function planInput(flags: PlanFlags, measured: Partial<PlanInput> = {}): 
     );
   }
   if (tokens !== undefined) input.tokensPerRequest = tokens;
+  const reasoningRaw = flags["reasoning-tokens"];
+  if (reasoningRaw !== undefined) {
+    const reasoning = Number(reasoningRaw);
+    if (reasoningRaw.trim() === "" || !Number.isFinite(reasoning) || reasoning < 0)
+      throw new PlanInputError("--reasoning-tokens", "a number ≥ 0", reasoningRaw);
+    if (tokens === undefined) {
+      throw new PlanInputError(
+        "--tokens-per-request",
+        "mean tokens per request, a number > 0 (--reasoning-tokens adds to it)",
+        undefined,
+      );
+    }
+    input.reasoningTokens = reasoning;
+  }
   if (tpm !== undefined) input.tpm = tpm;
   const pods = flags.pods !== undefined ? integer("--pods", flags.pods) : undefined;
   const perPod =

@@ -13,6 +13,12 @@ export interface PlanInput {
   latencyS: number;
   /** Mean tokens per request (prompt + completion), > 0; with `tpm`. */
   tokensPerRequest?: number;
+  /**
+   * Mean reasoning ("thinking") tokens per request, ≥ 0, on top of `tokensPerRequest`. Seed 004:
+   * reasoning tokens are metered as output and can multiply an answer's cost with no change in
+   * request count, so a plan made at low reasoning effort is far too generous at high effort.
+   */
+  reasoningTokens?: number;
   /** The account's tokens per minute, > 0; with `tokensPerRequest`. */
   tpm?: number;
   /** Pods serving the model, integer ≥ 1; with `perPodMax`. */
@@ -62,10 +68,8 @@ export function plan(input: PlanInput): Plan {
   const { rps, latencyS: L } = input;
   const concurrency = rps * L;
   const needed = Math.max(1, Math.ceil(concurrency - 1e-9));
-  const tokenRps =
-    input.tpm !== undefined && input.tokensPerRequest !== undefined
-      ? input.tpm / 60 / input.tokensPerRequest
-      : null;
+  const metered = meteredTokens(input);
+  const tokenRps = input.tpm !== undefined && metered !== undefined ? input.tpm / 60 / metered : null;
   const tokenCeiling = tokenRps === null ? null : tokenRps * L;
   const podCapacity =
     input.pods !== undefined && input.perPodMax !== undefined ? input.pods * input.perPodMax : null;
@@ -101,6 +105,12 @@ export function plan(input: PlanInput): Plan {
   };
 }
 
+/** The tokens one request costs the account: its prompt and completion, plus its reasoning (metered as output). */
+export function meteredTokens(input: PlanInput): number | undefined {
+  if (input.tokensPerRequest === undefined) return undefined;
+  return input.tokensPerRequest + (input.reasoningTokens ?? 0);
+}
+
 function notes(
   binds: Binding,
   input: PlanInput,
@@ -123,6 +133,16 @@ function notes(
     );
   }
   if (concurrency < 1) out.push("less than one call in flight on average: the limit is 1");
+  const reasoning = input.reasoningTokens ?? 0;
+  if (reasoning > 0 && input.tpm !== undefined && input.tokensPerRequest !== undefined) {
+    const without = (input.tpm / 60 / input.tokensPerRequest) * input.latencyS;
+    const withReasoning = (input.tpm / 60 / (input.tokensPerRequest + reasoning)) * input.latencyS;
+    out.push(
+      `reasoning tokens count as output: ${fmt(reasoning)} per request take the token ceiling from ` +
+        `${fmt(without)} to ${fmt(withReasoning)} calls in flight; re-plan when the reasoning effort changes, ` +
+        "and set max_completion_tokens (or default_max_tokens) to cover reasoning and answer together",
+    );
+  }
   out.push(
     `queue_limit ${queueLimit}: a full queue drains in about ${fmt((queueLimit * input.latencyS) / limit)} s, ` +
       `within queue_timeout_s ${queueTimeoutS}`,

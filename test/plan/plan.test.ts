@@ -35,6 +35,28 @@ describe("plan", () => {
     assert.match(p.notes[0]!, /the token budget binds: 44 calls in flight carry 11 rps, not 20/);
   });
 
+  test("reasoning tokens count as output: they lower the token ceiling, and the note says by how much (seed 004)", () => {
+    const p = plan({ rps: 20, latencyS: 4, tokensPerRequest: 1500, reasoningTokens: 3000, tpm: 1_000_000 });
+    // 1,000,000 ÷ 60 ÷ 4,500 × 4 = 14.8 calls in flight, where 1,500 tokens alone gave 44.4.
+    assert.ok(Math.abs(p.token_ceiling! - 14.815) < 0.001);
+    assert.equal(p.config.max_concurrent_requests, 14);
+    assert.ok(
+      p.notes.some((n) =>
+        /reasoning tokens count as output: 3000 per request take the token ceiling from 44.44 to 14.81/.test(
+          n,
+        ),
+      ),
+    );
+    assert.throws(
+      () => planInput({ rps: "1", "latency-s": "1", "reasoning-tokens": "-5" }),
+      /--reasoning-tokens: expected a number ≥ 0, got "-5"/,
+    );
+    assert.throws(
+      () => planInput({ rps: "1", "latency-s": "1", "reasoning-tokens": "5" }),
+      /--tokens-per-request is required/,
+    );
+  });
+
   test("pods bind when they carry less than the traffic needs", () => {
     const p = plan({ rps: 20, latencyS: 4, pods: 2, perPodMax: 24, tokensPerRequest: 1500, tpm: 2_000_000 });
     assert.equal(p.pod_capacity, 48);
