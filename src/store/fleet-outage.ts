@@ -63,6 +63,7 @@ export class FleetOutage {
    * as if Redis had not been reached. It is looked at again when settling ends (`heard`).
    */
   holdsBack(keys: readonly string[], limits: readonly number[], metered: MeteredPart | null): boolean {
+    if (!this.shares.settling) return false; // every grant asks: no closure made when not settling
     const { mirror, rates, link } = this.parts;
     if (!this.shares.holdsBack(keys, limits, (key) => mirror.mine(key))) return false;
     rates.unreached(metered, link.now());
@@ -77,8 +78,9 @@ export class FleetOutage {
    * slot: its tokens were taken in Redis, and a release would not give them back.
    */
   overShare(keys: readonly string[], limits: readonly number[], metered: MeteredPart | null): boolean {
+    if (!this.shares.settling || metered !== null) return false;
     const { mirror, releases } = this.parts;
-    if (metered !== null || !this.shares.holdsBack(keys, limits, (key) => mirror.mine(key) - 1)) return false;
+    if (!this.shares.holdsBack(keys, limits, (key) => mirror.mine(key) - 1)) return false;
     mirror.confirmed(keys, -1);
     releases.add(keys);
     return true;
