@@ -43,6 +43,16 @@ export interface LaneSnapshot {
   requests?: BucketSnapshot;
 }
 
+/** A lane's numbers as a refusal carries them (`Governor.laneStatus`): a few fields, read per refusal. */
+export interface LaneStatus {
+  inflight: number;
+  queued: number;
+  queueLimit: number;
+  width: number;
+  /** Why its callers wait; only when asked for (it walks the lane's pods). */
+  state: WaitState | undefined;
+}
+
 /** A token or request bucket (`tpm` / `rpm`): its rate and level now, and what was used in the last minute. */
 export interface BucketSnapshot {
   per_minute: number;

@@ -30,7 +30,13 @@ test("a token estimate is needed only where a tpm is on the model's path: its ow
 });
 
 test("a lane at its width, or with waiters ahead of a non-interactive call, is asked for its refusal first", () => {
-  const lane = (inflight: number, queued: number) => ({ inflight, queued, queueLimit: 8, width: 4 });
+  const lane = (inflight: number, queued: number) => ({
+    inflight,
+    queued,
+    queueLimit: 8,
+    width: 4,
+    state: undefined,
+  });
   assert.equal(mayGrantNow(undefined, "default"), true, "a pass-through lane always grants");
   assert.equal(mayGrantNow(lane(3, 0), "default"), true);
   assert.equal(mayGrantNow(lane(4, 0), "interactive"), false, "at its width nobody is granted");

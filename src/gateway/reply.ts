@@ -13,8 +13,8 @@ import { type LaneNumbers, sendRefusal } from "./refusal.js";
 /** A lane's numbers for refusal headers; undefined for an unknown or pass-through lane. */
 export function laneNumbers(governor: Governor, lane: string | undefined): LaneNumbers | undefined {
   if (lane === undefined) return undefined;
-  const s = governor.laneStatus(lane);
-  return s === undefined ? undefined : { lane, ...s, state: governor.waitState(lane) };
+  const s = governor.laneStatus(lane, true);
+  return s === undefined ? undefined : { lane, ...s };
 }
 
 /**

@@ -171,12 +171,14 @@ describe("Governor: seed 002 limiter card C2", () => {
     clock.advance(1000);
     const s = lane();
     assert.equal(s.saturated, true);
+    assert.equal(s.state, "local_queue", "callers queue at the lane's limit (seed 002's first state)");
     assert.equal(s.oldest_wait_s, 60);
     assert.deepEqual(s.queued_by_priority, { interactive: 0, default: 0, bulk: 1 });
     held.release();
     (await waiter).release();
     const after = lane();
     assert.equal(after.saturated, false);
+    assert.equal(after.state, "ok");
     // two grants: 0 s and 60 s; p90 within one log bucket (≈ 25 %) of 60 s
     assert.ok(after.wait_p90_s_5m >= 60 && after.wait_p90_s_5m < 75, String(after.wait_p90_s_5m));
     assert.deepEqual(Object.keys(after).sort(), [
@@ -191,6 +193,7 @@ describe("Governor: seed 002 limiter card C2", () => {
       "queued_by_priority",
       "reserve",
       "saturated",
+      "state",
       "wait_p50_s_5m",
       "wait_p90_s_5m",
       "width",

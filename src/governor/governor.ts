@@ -23,17 +23,17 @@ import {
   Scheduler,
   type WidthEvent,
 } from "../core/scheduler.js";
-import type { Snapshot } from "../core/snapshot.js";
-import { type WaitState, waitState } from "../core/wait-state.js";
-import { waitingByLane } from "../store/fleet-waiters.js";
+import type { LaneStatus, Snapshot } from "../core/snapshot.js";
+import { waitState } from "../core/wait-state.js";
 import { MemoryStore } from "../store/memory.js";
 import type { Store } from "../store/store.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
+import { wireFleetHooks } from "./fleet-hooks.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
 import { Signal } from "./signal.js";
-import { type CallContext, type StreamOptions, streamWithLease } from "./stream.js";
+import { type CallContext, runWithLease, type StreamOptions, streamWithLease } from "./stream.js";
 import { WakeTimer } from "./timer.js";
 import { Waiters } from "./waiters.js";
 
@@ -96,28 +96,14 @@ export class Governor {
     );
     this.#timer = new WakeTimer(this.#clock, this.#scheduler);
     this.#waiters = new Waiters(this.#clock, this.#scheduler, this.#timer, this.#store);
-    // A fleet store shares pods' adaptive state: what one replica learns, every replica applies.
-    const share = this.#store.sharePod?.bind(this.#store);
-    if (share !== undefined)
-      this.#scheduler.onWidthChange.event((e) => {
-        const pod = this.#registry.pods.get(e.pod);
-        if (pod !== undefined) share(pod.id, pod.shared(this.#clock.now()));
-      });
-    this.#store.onPodState?.(({ id, state }) => {
-      const now = this.#clock.now();
-      this.#registry.pods.get(id)?.adopt(state, now);
-      this.#scheduler.tick(now);
-      this.#timer.arm(now);
-    });
-    // A fleet store advertises this process's waiters, so other processes leave room for better ones.
-    this.#store.watchWaiters?.(() =>
-      waitingByLane(this.#registry.lanes.values(), this.#waiters.confirmingNow, this.#clock.now()),
-    );
-    // A fleet store hears when other processes free room: look at the waiters again.
-    this.#store.onChange?.(() => {
-      const now = this.#clock.now();
-      this.#scheduler.tick(now);
-      this.#timer.arm(now);
+    // A fleet store shares pods' state, advertises waiters and wakes them (fleet-hooks.ts).
+    wireFleetHooks({
+      store: this.#store,
+      clock: this.#clock,
+      scheduler: this.#scheduler,
+      timer: this.#timer,
+      waiters: this.#waiters,
+      registry: () => this.#registry,
     });
     this.onGrant = this.#scheduler.onGrant.event;
     this.onRelease = this.#scheduler.onRelease.event;
@@ -259,19 +245,22 @@ export class Governor {
     return l === undefined ? [] : rateLimitsOf(l, this.#clock.now(), rankOrThrow(priority));
   }
 
-  /** A lane's current numbers for refusal headers; undefined for unknown or pass-through lanes. */
-  laneStatus(
-    lane: string,
-  ): { inflight: number; queued: number; queueLimit: number; width: number } | undefined {
+  /**
+   * A lane's current numbers for refusal headers, and with `withState` why its callers wait
+   * (`core/wait-state.ts`: it walks the pods, so the admission fast path does not ask for it);
+   * undefined for unknown or pass-through lanes.
+   */
+  laneStatus(lane: string, withState = false): LaneStatus | undefined {
     const l = this.#registry.lanes.get(lane);
     if (l === undefined) return undefined;
-    return { inflight: l.inflight, queued: l.queue.size, queueLimit: l.settings.queueLimit, width: l.width };
-  }
-
-  /** Why the lane's callers wait now (`core/wait-state.ts`); undefined for a lane not made yet. */
-  waitState(lane: string): WaitState | undefined {
-    const l = this.#registry.lanes.get(lane);
-    return l === undefined ? undefined : waitState(l, this.#clock.now());
+    const state = withState ? waitState(l, this.#clock.now()) : undefined;
+    return {
+      inflight: l.inflight,
+      queued: l.queue.size,
+      queueLimit: l.settings.queueLimit,
+      width: l.width,
+      state,
+    };
   }
 
   /**
@@ -301,16 +290,8 @@ export class Governor {
   }
 
   /** Runs `fn` holding a slot; success or failure feeds the pod, and the slot is always released. */
-  async run<R>(lane: string, fn: (ctx: CallContext) => Promise<R>, options: AcquireOptions = {}): Promise<R> {
-    const lease = await this.acquire(lane, options);
-    try {
-      const result = await fn({ lease, pod: lease.pod, signal: options.signal });
-      lease.succeeded();
-      return result;
-    } catch (error) {
-      lease.failed(error);
-      throw error;
-    }
+  run<R>(lane: string, fn: (ctx: CallContext) => Promise<R>, options: AcquireOptions = {}): Promise<R> {
+    return runWithLease(this, lane, fn, options);
   }
 
   /**

@@ -1,5 +1,7 @@
 /**
- * `gov.stream()`: a slot held for a whole stream (DESIGN §1.2, seed 002 D3–D5). The slot is
+ * The Governor's helpers that hold a slot around a caller's work. `gov.run()`: one call, its
+ * outcome fed to the pod. `gov.stream()`: a slot held for a whole stream (DESIGN §1.2, seed 002
+ * D3–D5). The slot is
  * taken before the stream opens and given back when it is exhausted, throws, or the consumer
  * stops (`return()` on the iterator, `break` in `for await`, or an abort). A failure before
  * any item releases first, backs off, and re-acquires with the original arrival time; a queue
@@ -17,6 +19,24 @@ export interface CallContext {
   /** The pod to call, for lanes served by pods. */
   pod: string | undefined;
   signal: AbortSignal | undefined;
+}
+
+/** `gov.run()`: runs `fn` holding a slot; success or failure feeds the pod, and the slot is always released. */
+export async function runWithLease<R>(
+  gov: Acquirer,
+  lane: string,
+  fn: (ctx: CallContext) => Promise<R>,
+  options: AcquireOptions,
+): Promise<R> {
+  const lease = await gov.acquire(lane, options);
+  try {
+    const result = await fn({ lease, pod: lease.pod, signal: options.signal });
+    lease.succeeded();
+    return result;
+  } catch (error) {
+    lease.failed(error);
+    throw error;
+  }
 }
 
 /** Options of `gov.stream()`. */
