@@ -20,6 +20,7 @@ import {
   int,
   listen,
   name,
+  notBuilt,
   oneOf,
   optional,
   pathPrefix,
@@ -242,6 +243,11 @@ export const RawConfigSchema = section(
     admission: optionalSection(admission),
     auth: optionalSection(auth),
     admin: optionalSection(admin),
+    // TLS on the gateway's own listener: refused as not built, never accepted and ignored.
+    tls: notBuilt(
+      "TLS on the gateway's own listener",
+      "terminate TLS in a proxy in front of the gateway and list that proxy in trust_proxy",
+    ),
     // The proxies whose X-Forwarded-For / Forwarded is believed (client-address.ts).
     trust_proxy: optionalList(required(cidr), "a list of IP addresses or CIDR blocks of trusted proxies"),
     models: list(model, "a list of at least one model { name, pods, … }", 1),
@@ -250,7 +256,7 @@ export const RawConfigSchema = section(
     accounts: mapping(account, "a mapping of account name → { max_inflight, tpm, rpm, models }"),
     log: optionalSection(log),
   },
-  "a mapping with listen, store, fleet, admission, auth, admin, trust_proxy, models, routes, gpu_groups, accounts, log",
+  "a mapping with listen, store, fleet, admission, auth, admin, trust_proxy, tls, models, routes, gpu_groups, accounts, log",
 );
 
 /** The config as written, scalars converted, constant defaults applied. */
