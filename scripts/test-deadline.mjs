@@ -26,10 +26,17 @@ if (Number.isInteger(timeout) && timeout > 0) {
     return wrapped;
   };
   // A test that timed out may leave a socket or a timer behind, and Node 20's child keeps running
-  // while anything is open (no --test-force-exit yet): once every test of the file has ended, a
-  // process still alive after a grace period exits with the code the runner set.
+  // while anything is open (no --test-force-exit yet). This hook runs once every test of the file
+  // has ended (before the file's own root-level `after` hooks, registered later): a process still
+  // alive a minute later — its clean-up hung, or a handle was left open — says so and exits with
+  // the runner's code, or 1 (a file that never ends is a failure, never a pass).
   nodeTest.after(() => {
-    setTimeout(() => process.exit(), 30_000).unref();
+    setTimeout(() => {
+      process.stderr.write(
+        "test-deadline: still running 60 s after the file's tests ended (a hung clean-up or an open handle); exiting\n",
+      );
+      process.exit(process.exitCode || 1);
+    }, 60_000).unref();
   });
   nodeTest.test = withDeadline(nodeTest.test);
   nodeTest.it = withDeadline(nodeTest.it);
