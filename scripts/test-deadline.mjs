@@ -6,6 +6,38 @@
 // bounds all of its tests together. The wrapped functions replace node:test's exports through
 // syncBuiltinESMExports (the test files import them as ES modules).
 import { createRequire, syncBuiltinESMExports } from "node:module";
+import { fileURLToPath } from "node:url";
+import { compileFunction } from "node:vm";
+
+/** Per place in a test file: a function whose one call site is at that place (`fromCaller`). */
+const callSites = new Map();
+
+/**
+ * Calls `fn(...args)` from a frame that claims the test file's own line and column. node:test
+ * records where a test is written from its caller's frame, which would otherwise be the wrapper
+ * below for every test ("test at scripts/test-deadline.mjs"): a failure must name its file. The
+ * place is read from the stack (`depth` frames up: tsx maps it back to the .ts source).
+ */
+function fromCaller(fn, args, depth) {
+  const frame = new Error().stack?.split("\n")[depth + 1]?.trim() ?? "";
+  const m = /\(?((?:file:\/\/)?[^()\s]+?):(\d+):(\d+)\)?$/.exec(frame);
+  if (m === null) return fn(...args);
+  const file = m[1].startsWith("file://") ? fileURLToPath(m[1]) : m[1];
+  const [line, column] = [Number(m[2]), Number(m[3])];
+  const key = `${file}:${line}:${column}`;
+  let call = callSites.get(key);
+  if (call === undefined) {
+    // The call below starts 7 characters into its line ("return "): moved back so it lands on the column.
+    const columnOffset = Math.max(0, column - 1 - 7);
+    call = compileFunction("return fn(...args)", ["fn", "args"], {
+      filename: file,
+      lineOffset: line - 1,
+      columnOffset,
+    });
+    callSites.set(key, call);
+  }
+  return call(fn, args);
+}
 
 const timeout = Number(process.env.SLUICE_TEST_TIMEOUT_MS);
 if (Number.isInteger(timeout) && timeout > 0) {
@@ -18,11 +50,18 @@ if (Number.isInteger(timeout) && timeout > 0) {
       if (given !== null && typeof given === "object") {
         if (given.timeout === undefined) args[at] = { ...given, timeout };
       } else args.splice(at, 0, { timeout });
-      return original(...args);
+      return fromCaller(original, args, 2); // 0 fromCaller, 1 wrapped, 2 the test file
     };
     wrapped.skip = original.skip;
     wrapped.todo = original.todo;
-    wrapped.only = (...args) => withDeadline(original.only)(...args);
+    wrapped.only = (...args) => {
+      const at = typeof args[0] === "string" ? 1 : 0;
+      const given = args[at];
+      if (given !== null && typeof given === "object") {
+        if (given.timeout === undefined) args[at] = { ...given, timeout };
+      } else args.splice(at, 0, { timeout });
+      return fromCaller(original.only, args, 2);
+    };
     return wrapped;
   };
   // A test that timed out may leave a socket or a timer behind, and Node 20's child keeps running
