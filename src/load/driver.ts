@@ -136,6 +136,16 @@ export class Driver {
           next += -Math.log(1 - this.#rng.next()) * meanGapMs;
         }
       }
+    } else if (a.kind === "fanout") {
+      const thinkMs = (a.thinkMs ?? 0) * scale;
+      const callers = Array.from({ length: a.callers }, async () => {
+        while (this.now() < stopMs && !this.#stop.signal.aborted) {
+          const wave = Array.from({ length: a.width }, () => this.#track(this.#request(group, gi, index++)));
+          await Promise.all(wave);
+          if (thinkMs > 0) await sleep(thinkMs);
+        }
+      });
+      await Promise.all(callers);
     } else {
       const thinkMs = (a.thinkMs ?? 0) * scale;
       const loops = Array.from({ length: a.clients }, async () => {

@@ -50,8 +50,13 @@ export interface ReceiptHead {
   checks: Check[];
 }
 
-/** A receipt: the head, the through-sluice run's fields (absent with `--only direct`), and `direct`. */
-export type Receipt = ReceiptHead & Partial<RunStats> & { direct: RunStats | null; baseline?: unknown };
+/**
+ * A receipt: the head, the through-sluice run's fields (absent with `--only direct`), `direct`,
+ * and for a profile with a `honouring` run (`ocr-flood`) `retry_after_honoured`: through sluice
+ * again, the clients retrying sluice's refusals after their `Retry-After`.
+ */
+export type Receipt = ReceiptHead &
+  Partial<RunStats> & { direct: RunStats | null; retry_after_honoured?: RunStats | null; baseline?: unknown };
 
 /** The machine this process runs on. */
 export function hardware(): Hardware {
@@ -99,26 +104,37 @@ export function configHash(settings: unknown): string {
 }
 
 /** Checks every profile gets: nothing leaked, every byte as the sim sent it, no run failed. */
-export function integrityChecks(sluice: RunStats | null, direct: RunStats | null): Check[] {
+export function integrityChecks(
+  sluice: RunStats | null,
+  direct: RunStats | null,
+  honouring: RunStats | null = null,
+): Check[] {
   const checks: Check[] = [];
-  if (sluice !== null) {
+  for (const [run, of] of [
+    [sluice, ""],
+    [honouring, " (Retry-After honoured)"],
+  ] as const) {
+    if (run === null) continue;
     checks.push({
-      name: "no reservation leaked: telemetry back to zero after the drain",
+      name: `no reservation leaked: telemetry back to zero after the drain${of}`,
       target: "0",
-      value: sluice.leaked_reservations === null ? "not read" : `${sluice.leaked_reservations}`,
-      met: sluice.leaked_reservations === 0,
+      value: run.leaked_reservations === null ? "not read" : `${run.leaked_reservations}`,
+      met: run.leaked_reservations === 0,
     });
   }
-  const runs = [sluice, direct].filter((r): r is RunStats => r !== null);
+  const runs = [sluice, direct, honouring].filter((r): r is RunStats => r !== null);
   checks.push({
     name: "every answer's bytes exactly as the sim sent them",
     target: "0 mismatches",
-    value: runs.map((r) => `${r.bytes_mismatches} ${r.target}`).join(", "),
+    value: runs
+      .map((r) => `${r.bytes_mismatches} ${r === honouring ? "sluice, Retry-After honoured" : r.target}`)
+      .join(", "),
     met: runs.every((r) => r.bytes_mismatches === 0),
   });
   for (const r of runs) {
     if (r.error !== undefined) {
-      checks.push({ name: `the ${r.target} run completed`, target: "no error", value: r.error, met: false });
+      const which = r === honouring ? "sluice (Retry-After honoured)" : r.target;
+      checks.push({ name: `the ${which} run completed`, target: "no error", value: r.error, met: false });
     }
   }
   return checks;
@@ -133,6 +149,8 @@ export function buildReceipt(parts: {
   scale: number;
   sluice: RunStats | null;
   direct: RunStats | null;
+  /** The `honouring` run, for a profile that has one. */
+  honouring?: RunStats | null;
   checks: Check[];
   error?: string;
 }): Receipt {
@@ -151,7 +169,12 @@ export function buildReceipt(parts: {
     time_scale: parts.scale,
     checks: parts.checks,
   };
-  return { ...head, ...(parts.sluice ?? {}), direct: parts.direct };
+  return {
+    ...head,
+    ...(parts.sluice ?? {}),
+    direct: parts.direct,
+    ...(parts.honouring === undefined ? {} : { retry_after_honoured: parts.honouring }),
+  };
 }
 
 /** The through-sluice run of a receipt, or null when it has none. */

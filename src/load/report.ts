@@ -96,8 +96,12 @@ function kTokens(n: number | null): string {
 export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath: string | null): string[] {
   const sluice = sluiceRun(receipt);
   const direct = receipt.direct;
-  const runs = [sluice, direct];
-  const heads = profile.labels ?? ["through sluice", "straight to the pods"];
+  const [sluiceHead, directHead] = profile.labels ?? ["through sluice", "straight to the pods"];
+  // A profile with a `honouring` run shows it between the other two (older receipts have none).
+  const honouring = profile.honouring === undefined ? undefined : (receipt.retry_after_honoured ?? null);
+  const runs = honouring === undefined ? [sluice, direct] : [sluice, honouring, direct];
+  const heads =
+    honouring === undefined ? [sluiceHead, directHead] : [sluiceHead, profile.honouring!.label, directHead];
   const lines: string[] = [];
   lines.push(`sluice load ${profile.name} — seed ${profile.seed}: ${profile.title}`);
   for (const s of profile.story) lines.push(`  ${s}`);
@@ -125,6 +129,7 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
     ]);
   }
   lines.push(...columns(table));
+  lines.push(completionMeaning(profile, runs, heads));
   for (const r of runs) if (r?.error !== undefined) lines.push(`the ${r.target} run failed: ${r.error}`);
   if (receipt.error !== undefined) lines.push(`the run failed: ${receipt.error}`);
   lines.push("", "checks:");
@@ -156,6 +161,36 @@ export function renderComparison(c: BaselineComparison): string[] {
     lines.push(c.regressions.length === 0 ? "  no regression" : `  REGRESSION: ${c.regressions.join("; ")}`);
   }
   return lines;
+}
+
+/**
+ * One line under the table: what "completed" means on each side — answered at the first attempt,
+ * or after how many retries and of what kind — so a side that completes more only by retrying
+ * (seed 000's orchestrator: five attempts a page) does not read as the better one.
+ */
+export function completionMeaning(profile: LoadProfile, runs: (RunStats | null)[], heads: string[]): string {
+  const parts = runs.flatMap((r, i) => {
+    if (r === null) return [];
+    const retries = r.attempts - r.offered;
+    const done = `${n(r.completed)} of ${n(r.offered)}`;
+    if (retries === 0) return [`${heads[i]}: ${done} at the first answer, nothing retried`];
+    const perRequest = (r.attempts / Math.max(1, r.offered)).toFixed(1);
+    const policies = profile.groups.flatMap((g) => {
+      const p = i === 1 && profile.honouring !== undefined ? profile.honouring.retry : g.retry?.[r.target];
+      return p === undefined ? [] : [p];
+    });
+    const how =
+      r.target === "sluice" && policies.some((p) => p.sluiceRefusals)
+        ? ", each refusal retried after its Retry-After"
+        : "";
+    return [`${heads[i]}: ${done} after ${n(retries)} retries (${perRequest} attempts a request)${how}`];
+  });
+  return `completed means — ${parts.join("; ")}`;
+}
+
+/** `16,073`. */
+function n(x: number): string {
+  return x.toLocaleString("en");
 }
 
 function codes(counts: Record<string, number>): string {

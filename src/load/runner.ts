@@ -4,6 +4,8 @@
  * drives the clients, waits for the drain, checks that every reservation came back (telemetry
  * at zero), and returns what both runs measured.
  */
+import { setTimeout as sleep } from "node:timers/promises";
+import { Autoscaler } from "./autoscaler.js";
 import { Driver, type DriveTarget, type LiveCounts } from "./driver.js";
 import { type GatewayThread, startGatewayThread } from "./gateway-thread.js";
 import { append, type PodProbe, type RunningPods, startPods } from "./pods.js";
@@ -11,7 +13,7 @@ import { warmAccount } from "./provider-pod.js";
 import { clientStats, type RunStats } from "./stats.js";
 import { observedSettings, readSnapshot, settledReservations } from "./telemetry.js";
 import { assertScalable, scaledSeconds } from "./time-scale.js";
-import type { LoadProfile } from "./types.js";
+import type { ClientGroup, LoadProfile } from "./types.js";
 
 /** What a run shows while it goes (src/load/progress.ts). */
 export interface ProgressSink {
@@ -32,10 +34,12 @@ export interface RunnerOptions {
   progress?: ProgressSink;
 }
 
-/** Both runs and the settings they ran under (what `config_hash` covers). */
+/** Both runs (three with a profile's `honouring` run) and the settings they ran under (what `config_hash` covers). */
 export interface RunnerResult {
   sluice: RunStats | null;
   direct: RunStats | null;
+  /** Through sluice with the clients honouring `Retry-After` (`LoadProfile.honouring`); null without one. */
+  honouring: RunStats | null;
   settings: Record<string, unknown>;
 }
 
@@ -50,17 +54,27 @@ export async function runProfile(o: RunnerOptions): Promise<RunnerResult> {
   assertScalable(o.profile, o.scale);
   const settings = await settingsOf(o);
   const sluice = o.only === "direct" ? null : await runTarget(o, "sluice");
+  const honouring =
+    o.only === "direct" || o.profile.honouring === undefined ? null : await runTarget(o, "sluice", true);
   const direct = o.only === "sluice" ? null : await runTarget(o, "direct");
-  return { sluice, direct, settings };
+  return { sluice, direct, honouring, settings };
+}
+
+/** The profile's groups, each retrying sluice's refusals with the `honouring` run's policy. */
+function honouringGroups(profile: LoadProfile): ClientGroup[] {
+  const retry = profile.honouring?.retry;
+  if (retry === undefined) return profile.groups;
+  return profile.groups.map((g) => ({ ...g, retry: { ...g.retry, sluice: retry } }));
 }
 
 export { scaledSeconds } from "./time-scale.js";
 
-async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<RunStats> {
+async function runTarget(o: RunnerOptions, kind: "sluice" | "direct", honouring = false): Promise<RunStats> {
   const { profile, scale } = o;
   let pods: RunningPods | undefined;
   const gateways: GatewayThread[] = [];
   let driver: Driver | undefined;
+  let autoscaler: Autoscaler | undefined;
   let error: string | undefined;
   let leaks: { count: number; detail: string[] } | null = null;
   let widths: Record<string, number> | null = null;
@@ -70,14 +84,25 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
   try {
     pods = await startPods(profile, scale, o.simBasePort ?? 0);
     const configOf = kind === "sluice" ? profile.config : profile.directConfig;
+    // The clients take the replicas in turn from this list; the autoscaler appends to it.
+    const gatewayUrls: string[] = kind === "sluice" && o.gatewayUrl !== undefined ? [o.gatewayUrl] : [];
+    let addReplica: (() => Promise<void>) | undefined;
     if (o.gatewayUrl === undefined && configOf !== undefined) {
       const config = configOf(pods.urls, scaledSeconds(scale));
       for (let i = 0; i < (profile.replicas ?? 1); i++) {
         gateways.push(await startGatewayThread(config, `profile ${profile.name}`));
       }
+      // Every replica's thread starts before the run: a start takes 0.5–2 s on a loaded 2-core
+      // machine, 5–20 s of seed time at scale 0.1, which would be the autoscaler's pace instead of
+      // its looks. A replica the autoscaler has not added yet is idle (no client reaches it).
+      const from = profile.autoscale?.from ?? gateways.length;
+      gatewayUrls.push(...gateways.slice(0, from).map((g) => g.url));
+      addReplica = async () => {
+        const next = gateways[gatewayUrls.length];
+        if (next === undefined) throw new Error(`no replica left to add past ${gatewayUrls.length}`);
+        gatewayUrls.push(next.url);
+      };
     }
-    const gatewayUrls =
-      kind === "sluice" && o.gatewayUrl !== undefined ? [o.gatewayUrl] : gateways.map((g) => g.url);
     const target: DriveTarget =
       gatewayUrls.length > 0
         ? { kind, baseFor: inTurn(gatewayUrls) }
@@ -89,7 +114,7 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
     start = warm;
     driver = new Driver({
       target,
-      groups: profile.groups,
+      groups: honouring ? honouringGroups(profile) : profile.groups,
       scale,
       durationMs: profile.durationMs,
       expected: (model) => running.expected(model),
@@ -101,32 +126,60 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct"): Promise<R
       ],
     });
     const d = driver;
+    if (profile.autoscale !== undefined && addReplica !== undefined) {
+      autoscaler = new Autoscaler({
+        spec: profile.autoscale,
+        max: profile.replicas ?? profile.autoscale.from,
+        scale,
+        now: () => d.now(),
+        requests: () => d.requests,
+        open: () => d.live.open,
+        addReplica,
+      });
+    }
     const [sluiceLabel, directLabel] = profile.labels ?? ["through sluice", "straight to the pods"];
-    o.progress?.start(kind === "sluice" ? sluiceLabel : directLabel, d.offerMs, () => ({
+    const label = honouring
+      ? (profile.honouring?.label ?? sluiceLabel)
+      : kind === "sluice"
+        ? sluiceLabel
+        : directLabel;
+    o.progress?.start(label, d.offerMs, () => ({
       ...d.live,
       elapsedMs: d.now(),
     }));
     try {
-      await d.run();
+      const scaling = autoscaler;
+      // The autoscaler looks while clients offer work; it stops when they stop.
+      const offering = d.run();
+      if (scaling !== undefined) {
+        scaling.start();
+        void sleep(d.offerMs, undefined, { ref: false }).then(() => scaling.stop());
+      }
+      await offering;
     } finally {
+      await autoscaler?.stop();
       o.progress?.stop();
     }
+    if (autoscaler?.error !== undefined) throw new Error(autoscaler.error);
     if (kind === "sluice") {
       leaks = { count: 0, detail: [] };
-      for (const [i, url] of gatewayUrls.entries()) {
+      const everyGateway = o.gatewayUrl !== undefined ? gatewayUrls : gateways.map((g) => g.url);
+      for (const [i, url] of everyGateway.entries()) {
         const settled = await settledReservations(url, LEAK_SETTLE_MS);
         leaks.count += settled.count;
-        leaks.detail.push(...settled.detail.map((d) => (gatewayUrls.length > 1 ? `replica ${i}: ${d}` : d)));
+        leaks.detail.push(...settled.detail.map((d) => (everyGateway.length > 1 ? `replica ${i}: ${d}` : d)));
         widths ??= Object.fromEntries(settled.snapshot.pods.map((p) => [p.id, p.width]));
       }
     }
   } catch (e) {
     error = e instanceof Error ? e.message : String(e);
   } finally {
+    await autoscaler?.stop();
     await Promise.all(gateways.map((g) => g.close().catch(() => undefined)));
   }
   const end = pods?.probe();
   const stats = finish(kind, o, driver, pods, { start, warm, stop: stop ?? end, end }, leaks, widths);
+  if (autoscaler !== undefined) stats.replicas_over_time = autoscaler.steps;
   await pods?.close();
   if (error !== undefined) stats.error = error;
   return stats;
@@ -215,6 +268,8 @@ async function settingsOf(o: RunnerOptions): Promise<Record<string, unknown>> {
     profile: profile.name,
     time_scale: scale,
     ...(profile.replicas === undefined ? {} : { replicas: profile.replicas }),
+    ...(profile.autoscale === undefined ? {} : { autoscale: profile.autoscale }),
+    ...(profile.honouring === undefined ? {} : { honouring: profile.honouring }),
     ...(profile.directConfig === undefined
       ? {}
       : { direct_gateway: profile.directConfig(placeholders, scaledSeconds(scale)) }),

@@ -64,7 +64,12 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
   // Read first: a bad baseline should stop before minutes of load, not after.
   const baseline = o.baselinePath === undefined ? null : readBaseline(o.baselinePath);
   let error: string | undefined;
-  let result: Awaited<ReturnType<typeof runProfile>> = { sluice: null, direct: null, settings: {} };
+  let result: Awaited<ReturnType<typeof runProfile>> = {
+    sluice: null,
+    direct: null,
+    honouring: null,
+    settings: {},
+  };
   try {
     result = await runProfile({
       profile: o.profile,
@@ -80,7 +85,10 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
   const checks: Check[] = [
     ...(result.sluice === null ? [] : o.profile.checks(result.sluice, o.scale)),
     ...(result.direct === null ? [] : o.profile.directChecks(result.direct, o.scale)),
-    ...integrityChecks(result.sluice, result.direct),
+    ...(result.honouring === null || o.profile.honouringChecks === undefined
+      ? []
+      : o.profile.honouringChecks(result.honouring, o.scale)),
+    ...integrityChecks(result.sluice, result.direct, result.honouring),
   ];
   const receipt = buildReceipt({
     profile: o.profile.name,
@@ -90,6 +98,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     scale: o.scale,
     sluice: result.sluice,
     direct: result.direct,
+    ...(o.profile.honouring === undefined ? {} : { honouring: result.honouring }),
     checks,
     ...(error !== undefined ? { error } : {}),
   });

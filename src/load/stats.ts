@@ -3,6 +3,7 @@
  * every logical request) and the pods' view (what each sim saw). Field names are snake_case
  * because the receipt is a file other tools read.
  */
+import type { ReplicaStep } from "./autoscaler.js";
 
 /** How one HTTP attempt ended. */
 export interface Attempt {
@@ -169,6 +170,11 @@ export interface RunStats {
   widths: Record<string, number> | null;
   groups: Record<string, GroupStats>;
   pods: PodStats[];
+  /**
+   * Gateway replicas over time, when the profile has an autoscaler (seed 004): the start, then
+   * each replica added (`at_ms` real ms since the run's start). Absent otherwise.
+   */
+  replicas_over_time?: ReplicaStep[];
   /** Set when the run itself failed (the receipt is still written). */
   error?: string;
 }

@@ -87,7 +87,13 @@ export type Arrival =
   /** Poisson arrivals at `perSecond` (seed seconds), each an independent request. */
   | { kind: "open"; perSecond: number }
   /** `count` requests at once, at the group's start. */
-  | { kind: "burst"; count: number };
+  | { kind: "burst"; count: number }
+  /**
+   * `callers` loops, each sending `width` requests at once and waiting for all of them (retries
+   * included) before it thinks and sends the next wave: a workflow's fan-out (seed 002: three
+   * review panels, each running its finders five at a time).
+   */
+  | { kind: "fanout"; callers: number; width: number; thinkMs?: number };
 
 /** A population of clients that behave alike. */
 export interface ClientGroup {
@@ -151,6 +157,18 @@ export interface LoadProfile {
     urls: Readonly<Record<string, string[]>>,
     s: (seedSeconds: number) => number,
   ): Record<string, unknown>;
+  /**
+   * Seed 004's autoscaler: each gateway run starts `from` replicas and adds one at a time while
+   * the clients' latency is above a target, up to `replicas`. **Default:** none (every replica
+   * runs from the start).
+   */
+  autoscale?: AutoscaleSpec;
+  /**
+   * A third run through sluice, the same clients honouring sluice's `Retry-After` with this
+   * policy (seed 000: a client told "not now, and when"); shown beside the other two.
+   * **Default:** none.
+   */
+  honouring?: { label: string; retry: RetryPolicy };
   /** The two runs' names in the report. **Default:** `["through sluice", "straight to the pods"]`. */
   labels?: [string, string];
   /** Before any run: throws what the profile needs and does not find (Redis), as a usage error. */
@@ -170,6 +188,23 @@ export interface LoadProfile {
   checks(sluice: RunStats, scale: number): Check[];
   /** The checks that the run straight to the pods shows the incident. */
   directChecks(direct: RunStats, scale: number): Check[];
+  /** The checks of the `honouring` run, when there is one. **Default:** none. */
+  honouringChecks?(honouring: RunStats, scale: number): Check[];
+}
+
+/**
+ * An autoscaler that reacts to downstream latency (seed 004's feedback loop): every `everyMs` it
+ * looks at the requests that ended since its last look and adds one replica when their mean time
+ * from first attempt to end (retries and their waits included, failed requests too) is above
+ * `latencyMs` — or when none ended while some are open, the slowest there is.
+ */
+export interface AutoscaleSpec {
+  /** Replicas at the start. */
+  from: number;
+  /** Seed ms between two looks. */
+  everyMs: number;
+  /** The latency target, seed ms. */
+  latencyMs: number;
 }
 
 /** A profile registered before what it needs exists: asking for it exits 2 with `reason`. */

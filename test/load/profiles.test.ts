@@ -10,7 +10,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { request } from "undici";
 import { modelCapacityProfile } from "../../src/load/profiles/model-capacity.js";
 import { ocrFloodProfile } from "../../src/load/profiles/ocr-flood.js";
-import { panelBurstProfile } from "../../src/load/profiles/panel-burst.js";
+import { FINDERS, PANELS, panelBurstProfile } from "../../src/load/profiles/panel-burst.js";
 import { sharedGpuProfile } from "../../src/load/profiles/shared-gpu.js";
 import { type ProgressSink, runProfile } from "../../src/load/runner.js";
 import type { RunStats } from "../../src/load/stats.js";
@@ -128,7 +128,9 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
     // delays show as pod refusals after the warm-up (4 and 8 in runs at load 3–13).
     const scale = 0.05;
     const pageMs = 19_000 * scale; // seed 000's page (src/load/profiles/ocr-flood.ts)
-    const watched = watchRefusals(ocrFloodProfile({ capacities: [29, 31], services: 5 }), 20);
+    // The third run (Retry-After honoured) is test/load/honouring.test.ts's; here the first two.
+    const { honouring: _third, ...twoRuns } = ocrFloodProfile({ capacities: [29, 31], services: 5 });
+    const watched = watchRefusals(twoRuns, 20);
     const { sluice, direct } = await both(watched.profile, scale, watched.progress);
     assert.ok(direct.pod_refusals > 0, "the pods refused connections straight");
     // The widths converge at each pod's first refusals (its width is cut from the in-flight count
@@ -190,8 +192,41 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
     );
   });
 
+  test("panel-burst: seed 002's shape — three panels × five finders beside one operator's chat, waves of 15", () => {
+    const groups = Object.fromEntries(panelBurstProfile().groups.map((g) => [g.name, g]));
+    assert.deepEqual(Object.keys(groups), ["panels", "interactive"]);
+    assert.deepEqual(groups.panels!.arrival, { kind: "fanout", callers: PANELS, width: FINDERS });
+    assert.equal(PANELS * FINDERS, 15, "seed 002: up to 15 finder calls at once");
+    assert.equal(groups.panels!.priority, "bulk");
+    assert.equal(groups.interactive!.priority, "interactive");
+    assert.deepEqual(groups.interactive!.arrival, { kind: "closed", clients: 1, thinkMs: 10_000 });
+    // The SDK's 120 s timeout and two retries (seed 002), for both.
+    for (const g of Object.values(groups)) {
+      assert.equal(g.timeoutMs, 120_000);
+      assert.equal(g.retry?.direct?.maxAttempts, 3);
+    }
+  });
+
   test("panel-burst: the operator's turns time out behind the panels without sluice, and all get through with it", async () => {
-    const { sluice, direct } = await both(panelBurstProfile(60_000), 0.02);
+    const { sluice, direct } = await both(panelBurstProfile(120_000), 0.02);
+    // Counted at the server: straight to it, at most the 15 finder calls of one wave and the
+    // operator's turn at once (each caller has one attempt out at a time); the first wave and
+    // the first turn arrive together, so all 16 are there at the start.
+    assert.equal(
+      direct.upstream_max_inflight,
+      PANELS * FINDERS + 1,
+      "one wave of 15 finders beside the chat",
+    );
+    // A panel sends its next wave when all five finders end: waves of five, never a part of one.
+    for (const run of [sluice, direct]) {
+      const panels = run.groups.panels!;
+      assert.ok(panels.offered >= PANELS * FINDERS, `${run.target}: ${panels.offered} finder calls`);
+      assert.equal(
+        panels.offered % FINDERS,
+        0,
+        `${run.target}: ${panels.offered} finder calls in waves of 5`,
+      );
+    }
     const withSluice = sluice.groups.interactive!;
     const without = direct.groups.interactive!;
     assert.ok(withSluice.offered > 0);
@@ -200,8 +235,7 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
     // A short run sees few turns straight (each waits out 120 s and the SDK's retries), so the
     // direction is asserted on attempts: the operator's calls time out behind the panels.
     assert.ok((without.failed_attempts.client_timeout ?? 0) > 0, JSON.stringify(without));
-    assert.ok(withSluice.latency_ms!.mean < without.latency_ms!.mean || without.completed === 0);
-    assert.ok(sluice.upstream_max_inflight <= 8, "the lane bound held at the server");
+    assert.ok(sluice.upstream_max_inflight <= 4, "the lane bound held at the server");
   });
 
   test("model-capacity: 20 threads on both paths complete; the burst gets 32 + 128 served and the rest refused at once", async () => {

@@ -1,19 +1,45 @@
 /**
- * Seed 004: the gateway was scaled out, 1 → 10 replicas, each with the provider account's
- * concurrency limit in its config. Per-process limits multiply: ten replicas with "8 at once"
- * each put up to 80 calls on an account that carries 8, and the provider answers 429. With the
- * Redis store (fleet mode, docs/fleet.md) the replicas count one budget, so the provider never
- * sees more than the limit. Both runs go through the same replicas; only the store differs.
+ * Seed 004: an autoscaler that reacts to latency takes the gateway from 1 to 10 replicas, each
+ * with the provider account's concurrency limit in its config. Throttling and queueing raise the
+ * clients' latency, so it adds replicas, and each brings its own limit: ten replicas with "8 at
+ * once" each put up to 80 calls on an account that carries 8, and the provider answers 429 ("the
+ * system scales into the wall"). With the Redis store (fleet mode, docs/fleet.md) the replicas
+ * count one budget, so the provider never sees more than the limit however many there are. Both
+ * runs grow the same way; only the store differs.
+ *
+ * Which numbers are the seed's and which are this profile's own assumptions is listed in
+ * docs/load.md ("`autoscale`").
  */
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import type { LoadProfile } from "../types.js";
+import type { AutoscaleSpec, LoadProfile, RetryPolicy } from "../types.js";
 
 /** The Redis the fleet run shares; `REDIS_URL` as the store's tests read it. */
 export const AUTOSCALE_REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
-/** Calls the provider account runs at once; one more is a 429. */
+/**
+ * Calls the provider account runs at once, one more is a 429; also each replica's limit
+ * (assumption: seed 004's instances each had 40 and the account's limit is not given; 8 keeps ten
+ * replicas on worker threads within a 2-core machine).
+ */
 const LIMIT = 8;
+/**
+ * The autoscaler (assumption: seed 004 says only that it reacts to queue depth and latency): it
+ * looks every 6 s and adds one replica while the clients' mean time to an answer is above 4 s, two
+ * calls' worth of the provider's 2 s.
+ */
+export const AUTOSCALER: AutoscaleSpec = { from: 1, everyMs: 6_000, latencyMs: 4_000 };
+/**
+ * The clients' SDK: two retries after the answer's `Retry-After` (the OpenAI SDK's default). Seed
+ * 004: "Throttling raises per-request latency (calls now wait through backoff)" — the latency
+ * the autoscaler reacts to.
+ */
+const SDK_RETRIES: RetryPolicy = {
+  maxAttempts: 3,
+  sluiceRefusals: true,
+  upstreamFailures: true,
+  backoff: { baseMs: 500, maxMs: 8_000 },
+};
 /** Seed seconds a call may wait in a replica's queue: a few times what the account's 8 take to turn over. */
 const QUEUE_TIMEOUT_S = 30;
 
@@ -45,10 +71,16 @@ export async function requireRedis(url = AUTOSCALE_REDIS_URL): Promise<void> {
 }
 
 /**
- * Seed 004 with `replicas` gateways for `durationMs` of seed time. `clients` closed loops offer
- * more than the account carries (6 × the limit by default), so every replica has work.
+ * Seed 004 growing to `replicas` gateways over `durationMs` of seed time. `clients` closed loops
+ * offer more than the account carries (6 × the limit by default), so the latency stays above the
+ * autoscaler's target whatever the replica count: adding replicas cannot add to the account.
  */
-export function autoscaleProfile(replicas = 10, durationMs = 60_000, clients = 6 * LIMIT): LoadProfile {
+export function autoscaleProfile(
+  replicas = 10,
+  durationMs = 90_000,
+  clients = 6 * LIMIT,
+  autoscaler: AutoscaleSpec = AUTOSCALER,
+): LoadProfile {
   const model = (urls: Readonly<Record<string, string[]>>, s: (n: number) => number) => ({
     name: "gpt-sim",
     max_concurrent_requests: LIMIT,
@@ -67,8 +99,8 @@ export function autoscaleProfile(replicas = 10, durationMs = 60_000, clients = 6
     title: `replicas 1 → ${replicas} behind one provider account: per-process limits multiply, a shared store does not`,
     story: [
       `a provider account that runs ${LIMIT} calls at once and answers 429 past that (2 s each)`,
-      `${replicas} gateway replicas (each a worker thread with its own store), every one configured with the account's ${LIMIT}; clients take them in turn`,
-      `${clients} clients in closed loops (1 s think) for ${durationMs / 1000} s: per-process stores (store: memory) against one Redis store (${AUTOSCALE_REDIS_URL}, one fleet prefix)`,
+      `an autoscaler grows the gateway from ${autoscaler.from} to ${replicas} replicas (each a worker thread with its own store, configured with the account's ${LIMIT}): every ${autoscaler.everyMs / 1000} s, one more while the clients' mean time to an answer is above ${autoscaler.latencyMs / 1000} s`,
+      `${clients} clients in closed loops (1 s think, the SDK's two retries) take the replicas in turn for ${durationMs / 1000} s: per-process stores (store: memory) against one Redis store (${AUTOSCALE_REDIS_URL}, one fleet prefix)`,
     ],
     defaultScale: 0.1,
     pods: [
@@ -86,7 +118,11 @@ export function autoscaleProfile(replicas = 10, durationMs = 60_000, clients = 6
       },
     ],
     replicas,
-    labels: [`${replicas} replicas, Redis store`, `${replicas} replicas, per process`],
+    autoscale: autoscaler,
+    labels: [
+      `${autoscaler.from} → ${replicas} replicas, Redis store`,
+      `${autoscaler.from} → ${replicas} replicas, per process`,
+    ],
     preflight: () => requireRedis(),
     config: (urls, s) => {
       // Placeholder URLs (the receipt's settings): a fixed prefix, so the hash is the same each run.
@@ -105,6 +141,7 @@ export function autoscaleProfile(replicas = 10, durationMs = 60_000, clients = 6
         name: "clients",
         request: { kind: "chat", model: "gpt-sim" },
         arrival: { kind: "closed", clients, thinkMs: 1_000 },
+        retry: { sluice: SDK_RETRIES, direct: SDK_RETRIES },
       },
     ],
     durationMs,
@@ -146,5 +183,5 @@ export function autoscaleProfile(replicas = 10, durationMs = 60_000, clients = 6
   };
 }
 
-/** Seed 004 at its own size: ten replicas for a minute. */
+/** Seed 004 at its shape: one replica growing to ten, over a minute and a half. */
 export const autoscale: LoadProfile = autoscaleProfile();

@@ -30,6 +30,17 @@ const RETRY_REFUSED: RetryPolicy = {
   backoff: { baseMs: 2_000, maxMs: 64_000 },
 };
 
+/**
+ * A client that honours sluice's answer (the third run): a refused page is sent again after the
+ * refusal's `Retry-After`, until it is done — the orchestrator's persistence, told when.
+ */
+const HONOUR_RETRY_AFTER: RetryPolicy = {
+  maxAttempts: 1000,
+  sluiceRefusals: true,
+  upstreamFailures: true,
+  backoff: { baseMs: 2_000, maxMs: 64_000 },
+};
+
 /** The shape of the flood; the defaults are the seed's. */
 export interface OcrFloodSize {
   /** Pages each pod serves at once, one entry per pod. **Default:** eight pods, 29–32. */
@@ -98,6 +109,9 @@ export function ocrFloodProfile(size: OcrFloodSize = {}): LoadProfile {
         retry: { direct: RETRY_REFUSED },
       },
     ],
+    // The first run's client takes a refusal as the page's answer; this one sends the page again
+    // after the refusal's Retry-After, as the direct run's orchestrator retries a refused connection.
+    honouring: { label: "through sluice, Retry-After honoured", retry: HONOUR_RETRY_AFTER },
     durationMs,
     warmupMs,
     checks(sluice, scale) {
@@ -132,6 +146,16 @@ export function ocrFloodProfile(size: OcrFloodSize = {}): LoadProfile {
           target: "≥ 95 %",
           value: fmtPct(sluice.utilization),
           met: sluice.utilization >= 0.95,
+        },
+      ];
+    },
+    honouringChecks(honouring) {
+      return [
+        {
+          name: "pod refusals through sluice after the widths converge (Retry-After honoured)",
+          target: "0",
+          value: `${honouring.pod_refusals_after_warmup} (${honouring.pod_refusals} in all)`,
+          met: honouring.pod_refusals_after_warmup === 0,
         },
       ];
     },
