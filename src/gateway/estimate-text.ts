@@ -9,8 +9,8 @@
  * So: the first {@link TOKENIZED_CHARS} characters are tokenized, fewer when they are not ASCII
  * (a non-ASCII character weighs {@link NON_ASCII_WEIGHT}), in pieces whose runs without a space
  * are at most {@link RUN_CHARS} long; the rest is measured, not tokenized ({@link tailTokens}), at
- * the highest tokens per character of the head and of two samples of the rest. At most ~2 K ASCII
- * characters are tokenized per request (~150 µs).
+ * the highest tokens per character of the head and of samples of the rest. At most 768 ASCII
+ * characters are tokenized per request (~70 µs).
  */
 import { createRequire } from "node:module";
 
@@ -32,17 +32,19 @@ export function loadTokenizer(): CountTokens {
 const countTokens = (text: string): number => (tokenizer ?? loadTokenizer())(text);
 
 /**
- * Characters of a request's text tokenized from its start (ASCII; see {@link NON_ASCII_WEIGHT}):
- * a short prompt is counted exactly. The bound was 64 K characters: ~6 ms a call, 2.8 × the CPU of
- * a lane without `tpm` for a 100 KB prompt (bench:gateway e), and seconds for hostile text.
+ * Characters of a request's text tokenized from its start (ASCII; see {@link NON_ASCII_WEIGHT}).
+ * The bound was 64 K characters: ~6 ms a call, 2.8 × the CPU per answer of a lane without `tpm`
+ * for a 100 KB prompt and 1.7 × for 1 KB (bench:gateway e), and seconds for hostile text; the
+ * tokenizer costs ~90 µs per KB of English, about what sluice spends on the whole answer.
  */
-export const TOKENIZED_CHARS = 1024;
+export const TOKENIZED_CHARS = 256;
 /**
- * Characters of each sample tokenized past the head, at the middle and the end of the rest: the
- * rest counts at the highest tokens per character seen (head or samples), so a long document
- * after a short English instruction is not counted at English's ratio.
+ * Characters of each sample tokenized past the head: at the end of the rest, and at its middle
+ * when it is long; the rest counts at the highest tokens per character seen (head or samples),
+ * so a long document after a short English instruction is not counted at English's ratio. A rest
+ * no longer than one sample is tokenized whole.
  */
-const SAMPLE_CHARS = 512;
+const SAMPLE_CHARS = 256;
 /** What a non-ASCII character weighs against those bounds: ~20 × an ASCII one's cost. */
 const NON_ASCII_WEIGHT = 16;
 /** The longest run without whitespace tokenized in one piece (the tokenizer is quadratic in it). */
@@ -68,6 +70,12 @@ export function tailTokens(chars: number, bytes: number, headRatio: number): num
  * tokens per character of the head and of samples of it.
  */
 export class TextCount {
+  /**
+   * @param bounded false counts every character with the tokenizer, in one call — what a provider
+   *   bills (the simulators' count), at a cost this module exists to avoid on the request path.
+   */
+  constructor(private readonly bounded = true) {}
+
   readonly #head: string[] = [];
   #headChars = 0;
   /** The text past the head, in order (references to the body's strings, not copies). */
@@ -76,6 +84,10 @@ export class TextCount {
   #tailBytes = 0;
 
   add(text: string): void {
+    if (!this.bounded) {
+      this.#head.push(text);
+      return;
+    }
     const room = TOKENIZED_CHARS - this.#headChars;
     if (text.length <= room) {
       this.#head.push(text);
@@ -97,14 +109,19 @@ export class TextCount {
   }
 
   tokens(): number {
+    if (!this.bounded) return this.#head.length === 0 ? 0 : countTokens(this.#head.join(""));
     if (this.#headChars === 0) return 0;
     const head = this.#head.length === 1 ? this.#head[0]! : this.#head.join("");
     const cut = weighedCut(head, TOKENIZED_CHARS);
     if (cut < head.length) this.#measure(head.slice(cut), true);
     const tokenized = countInPieces(cut < head.length ? head.slice(0, cut) : head);
     if (this.#tailChars === 0) return tokenized;
+    const rest = this.#tailChars;
+    if (rest <= SAMPLE_CHARS && this.#tailBytes === rest)
+      return tokenized + countInPieces(this.#tail.join(""));
     let ratio = tokenized / cut;
-    for (const at of [this.#tailChars >> 1, this.#tailChars - SAMPLE_CHARS]) {
+    const samples = rest > 4 * SAMPLE_CHARS ? [rest >> 1, rest - SAMPLE_CHARS] : [rest - SAMPLE_CHARS];
+    for (const at of samples) {
       const sample = this.#sampleAt(Math.max(0, at));
       const n = weighedCut(sample, SAMPLE_CHARS);
       if (n > 0) ratio = Math.max(ratio, countInPieces(sample.slice(0, n)) / n);

@@ -82,23 +82,49 @@ function skipped(key: string, value: string): boolean {
 const INPUTS = ["messages", "prompt", "input", "instructions", "tools", "functions"];
 
 /**
- * The prompt's tokens of an OpenAI-style body — everything a provider bills as input: every string
- * of `messages` (all content parts, `name`s, assistant `tool_calls` and their arguments,
- * `refusal`), `prompt`/`input` (token ids count one each), `instructions`, `tools` and `functions`
- * (names, descriptions, parameter schemas with their property names), `response_format`'s schema,
- * any other member that is not a setting ({@link SETTINGS}); 4 per message; images and audio by
- * their formulas (estimate-media.ts). Any other body counts its bytes ÷ 4.
- *
- * The walk is iterative (an explicit stack), so a deep body costs no call stack: its depth is
- * bounded by the JSON guard before it is parsed, and the sim's provider reuses this unguarded.
+ * The prompt's tokens of an OpenAI-style body as a provider bills them: every string counted by
+ * the tokenizer (see {@link countPrompt} for what counts). What the simulators bill; the gateway
+ * estimates with {@link estimatePromptTokens}, whose cost is bounded.
  */
 export function promptTokens(
   body: Record<string, unknown>,
   bodyBytes: number,
   costs: MediaCosts = DEFAULT_COSTS,
 ): number {
+  return countPrompt(body, bodyBytes, costs, new TextCount(false));
+}
+
+/**
+ * The prompt's tokens of an OpenAI-style body for the estimate: as {@link promptTokens}, with the
+ * text counted at a bounded cost (estimate-text.ts: a tokenized head and samples, the rest
+ * measured).
+ */
+export function estimatePromptTokens(
+  body: Record<string, unknown>,
+  bodyBytes: number,
+  costs: MediaCosts = DEFAULT_COSTS,
+): number {
+  return countPrompt(body, bodyBytes, costs, new TextCount());
+}
+
+/**
+ * Everything a provider bills as input: every string
+ * of `messages` (all content parts, `name`s, assistant `tool_calls` and their arguments,
+ * `refusal`), `prompt`/`input` (token ids count one each), `instructions`, `tools` and `functions`
+ * (names, descriptions, parameter schemas with their property names), `response_format`'s schema,
+ * any other member that is not a setting ({@link SETTINGS}); 4 per message; images and audio by
+ * their formulas (estimate-media.ts), the text by `text`. Any other body counts its bytes ÷ 4.
+ *
+ * The walk is iterative (an explicit stack), so a deep body costs no call stack: its depth is
+ * bounded by the JSON guard before it is parsed, and the sim's provider reuses this unguarded.
+ */
+function countPrompt(
+  body: Record<string, unknown>,
+  bodyBytes: number,
+  costs: MediaCosts,
+  text: TextCount,
+): number {
   if (!INPUTS.some((k) => body[k] !== undefined)) return Math.ceil(bodyBytes / 4);
-  const text = new TextCount();
   let tokens = 0;
   // Parallel stacks: the value, the member it is (or is inside a list of), and how it counts
   // (TOKEN_IDS, SCHEMA: bits).

@@ -1,7 +1,7 @@
 /**
  * Phase 4: take what admission needs from a buffered body — `model`, `stream`, the output bound,
  * and, only for a model with a token budget on its path (`metered.ts`), the token estimate that
- * budget reserves (`estimate.ts`) — and nothing else. The body is forwarded as the bytes that
+ * budget reserves (`estimate.ts`, at a bounded cost) — and nothing else. The body is forwarded as the bytes that
  * arrived, never re-serialized. A body streamed through (read-body.ts says when) is not parsed.
  *
  * Where the lane was named decides what is read (issue 21):
@@ -17,7 +17,7 @@
  */
 import type { ModelConfig } from "../../config/schema.js";
 import { type GatewayParts, type RequestContext, resolveModel } from "../context.js";
-import { charsToTokens, estimateTokens, inputOnly, promptTokens } from "../estimate.js";
+import { charsToTokens, estimatePromptTokens, estimateTokens, inputOnly } from "../estimate.js";
 import { HttpError } from "../http-error.js";
 import { isJsonType } from "./read-body.js";
 
@@ -56,7 +56,7 @@ function read(ctx: RequestContext, gw: GatewayParts, model: ModelConfig, parsed:
   const prompt =
     parsed === null
       ? charsToTokens(bytes)
-      : promptTokens(parsed.body, bytes, { imageTokens: model.imageTokens });
+      : estimatePromptTokens(parsed.body, bytes, { imageTokens: model.imageTokens });
   ctx.promptTokens = prompt;
   ctx.tokens = estimateTokens(
     prompt,
