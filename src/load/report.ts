@@ -80,6 +80,17 @@ const ACCOUNT_ROWS: Row[] = [
   ],
 ];
 
+/** `1, +1 at 0.6 1.2 … s: 10 by 5.5 s` (real seconds from the run's start); `–` without an autoscaler. */
+function replicasOverTime(r: RunStats): string {
+  const steps = r.replicas_over_time;
+  if (steps === undefined || steps.length === 0) return "–";
+  const first = steps[0]!;
+  const last = steps.at(-1)!;
+  if (steps.length === 1) return `${first.replicas} (none added)`;
+  const at = steps.slice(1).map((s) => (s.at_ms / 1000).toFixed(1));
+  return `${first.replicas}, +1 at ${at.join(" ")} s: ${last.replicas} by ${at.at(-1)} s`;
+}
+
 /** One value per provider account of a run, `; `-separated. */
 function perAccount(r: RunStats, value: (a: RunStats["accounts"][number]) => string): string {
   const accounts = r.accounts ?? []; // absent in receipts written before provider accounts
@@ -113,7 +124,14 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
   const table: string[][] = [["", ...heads]];
   // Older receipts have no `accounts`: their runs had no provider account.
   const withAccounts = runs.some((r) => (r?.accounts ?? []).length > 0);
-  for (const [label, value] of withAccounts ? [...ROWS, ...ACCOUNT_ROWS] : ROWS)
+  // Only an autoscaled profile (autoscale) has replicas over time.
+  const scaled = runs.some((r) => r?.replicas_over_time !== undefined);
+  const rows: Row[] = [
+    ...ROWS,
+    ...(scaled ? [["gateway replicas over time", replicasOverTime] as Row] : []),
+    ...(withAccounts ? ACCOUNT_ROWS : []),
+  ];
+  for (const [label, value] of rows)
     table.push([label, ...runs.map((r) => (r === null ? "(not run)" : value(r)))]);
   table.push([""]);
   table.push(["by client group: completed / offered, latency mean, queue p99"]);
@@ -179,11 +197,17 @@ export function completionMeaning(profile: LoadProfile, runs: (RunStats | null)[
       const p = i === 1 && profile.honouring !== undefined ? profile.honouring.retry : g.retry?.[r.target];
       return p === undefined ? [] : [p];
     });
-    const how =
-      r.target === "sluice" && policies.some((p) => p.sluiceRefusals)
-        ? ", each refusal retried after its Retry-After"
-        : "";
-    return [`${heads[i]}: ${done} after ${n(retries)} retries (${perRequest} attempts a request)${how}`];
+    const how: string[] = [];
+    if (r.sluice_refusals > 0 && policies.some((p) => p.sluiceRefusals))
+      how.push("each refusal retried after its Retry-After");
+    const upstream = policies.find((p) => p.upstreamFailures);
+    const failures = Object.values(r.failed_attempts).reduce((a, b) => a + b, 0) - r.sluice_refusals;
+    if (upstream !== undefined && failures > 0) {
+      const { baseMs, maxMs } = upstream.backoff;
+      how.push(`failures retried with backoff ${baseMs / 1000} s → ${maxMs / 1000} s (seed time)`);
+    }
+    const tail = how.length === 0 ? "" : `, ${how.join(", ")}`;
+    return [`${heads[i]}: ${done} after ${n(retries)} retries (${perRequest} attempts a request)${tail}`];
   });
   return `completed means — ${parts.join("; ")}`;
 }
