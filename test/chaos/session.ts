@@ -1,25 +1,17 @@
 /**
- * One chaos run, start to finish: a private redis-server, a TCP proxy per replica in front of
- * it, counting pods, N `sluice serve` replicas, random traffic, and faults from the catalogue one
- * after another (the next only once the last one's window has closed, so every moment over a
- * limit has one fault to answer for it). Then the traffic stops, and what Redis and each replica
- * still count is read. Returns the raw record; `verdict.ts` judges it.
+ * One chaos run, start to finish: the fleet (`fleet.ts`) under random traffic, faults from the
+ * catalogue one after another (the next only once the last one's window has closed, so every
+ * start over a limit has one fault to answer for it), then the traffic stops and what Redis and
+ * each replica still count is read. Returns the raw record; `verdict.ts` judges it.
  */
-import { randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { freePort } from "../store/redis-helpers.js";
-import { TcpProxy } from "../store/tcp-proxy.js";
 import { faultBounds } from "./bounds.js";
 import { FAULT_KINDS, type FaultKind, type FaultRecord, type FaultTarget, inject } from "./faults.js";
+import { ChaosFleet } from "./fleet.js";
 import { Ledger, now } from "./ledger.js";
-import { CountingPod } from "./pods.js";
 import { Rng } from "./random.js";
-import { ChaosRedis, leftovers, type RedisLeftovers } from "./redis.js";
+import { leftovers, type RedisLeftovers } from "./redis.js";
 import { type ReplicaLeftovers, replicaLeftovers } from "./replica-leftovers.js";
-import { Replica } from "./replicas.js";
-import { defaultShape, type FleetShape, heartbeatMs, replicaYaml } from "./shape.js";
+import { defaultShape, type FleetShape, heartbeatMs } from "./shape.js";
 import { Traffic, type TrafficOptions } from "./traffic.js";
 
 export interface ChaosOptions {
@@ -61,105 +53,29 @@ export interface ChaosRun {
 export async function runChaos(options: ChaosOptions): Promise<ChaosRun> {
   const rng = new Rng(options.seed);
   const shape = defaultShape(options.replicas);
-  const bounds = faultBounds(shape);
   const ledger = new Ledger();
-  const dir = await mkdtemp(join(tmpdir(), "sluice-chaos-"));
-  const redis = new ChaosRedis(await freePort());
-  const proxies: TcpProxy[] = [];
-  const pods: CountingPod[] = [];
-  const replicas: Replica[] = [];
-  const rss: Array<Array<[number, number]>> = [];
-  let sampler: NodeJS.Timeout | undefined;
+  const fleet = await ChaosFleet.start(shape, ledger, options.seed);
+  const rss: Array<Array<[number, number]>> = fleet.replicas.map(() => []);
+  const sampler = setInterval(() => {
+    for (const r of fleet.replicas) {
+      const bytes = r.rssBytes();
+      if (bytes !== undefined) rss[r.index]!.push([now(), bytes]);
+    }
+  }, options.rssEveryMs);
   try {
-    await redis.start();
-    const lane = ledger.gauge("lane", shape.laneLimit);
-    const keyGauges = new Map(
-      shape.keys.flatMap((k) =>
-        k.maxInflight === undefined ? [] : [[k.id, ledger.gauge(`key:${k.id}`, k.maxInflight)] as const],
-      ),
-    );
-    for (let i = 0; i < shape.pods; i++) {
-      const pod = new CountingPod(
-        `p${i}`,
-        ledger,
-        [lane, ledger.gauge(`pod:p${i}`, shape.podLimit)],
-        keyGauges,
-      );
-      await pod.listen();
-      pods.push(pod);
-    }
-    const prefix = `sluice-chaos:${options.seed}:${randomUUID().slice(0, 8)}`;
-    const configFor = (i: number, variant: number) =>
-      replicaYaml(
-        shape,
-        proxies[i]!.url,
-        prefix,
-        pods.map((p) => p.url),
-        variant,
-      );
-    for (let i = 0; i < shape.replicas; i++) {
-      const proxy = new TcpProxy(await freePort(), redis.port);
-      await proxy.restore();
-      proxies.push(proxy);
-      const file = join(dir, `replica-${i}.yaml`);
-      await writeFile(file, configFor(i, 0));
-      replicas.push(new Replica(i, await freePort(), file));
-      rss.push([]);
-    }
-    await Promise.all(replicas.map((r) => r.start()));
     options.log(
-      `seed ${options.seed}: ${shape.replicas} replicas up, Redis on ${redis.port}, prefix ${prefix}`,
+      `seed ${options.seed}: ${shape.replicas} replicas up, Redis on ${fleet.redis.port}, prefix ${fleet.prefix}`,
     );
-    sampler = setInterval(() => {
-      for (const r of replicas) {
-        const bytes = r.rssBytes();
-        if (bytes !== undefined) rss[r.index]!.push([now(), bytes]);
-      }
-    }, options.rssEveryMs);
-
-    const traffic = new Traffic(shape, replicas, ledger, rng.fork(1), options.traffic);
-    const faultRng = rng.fork(2);
-    const target: FaultTarget = { shape, redis, replicas, proxies, ledger, configFor };
-    const faults: FaultRecord[] = [];
+    const traffic = new Traffic(shape, fleet.replicas, ledger, rng.fork(1), options.traffic);
     const trafficFrom = now();
     traffic.start();
-    await sleep(faultRng.between(...options.gapMs) + 1000); // the fleet under load before the first fault
-    const deadline = trafficFrom + (options.durationMs ?? 0);
-    const queue: FaultKind[] = options.schedule === "each-once" ? faultRng.shuffle(FAULT_KINDS) : [];
-    for (;;) {
-      const kind =
-        options.schedule === "each-once"
-          ? queue.shift()
-          : now() < deadline
-            ? faultRng.pick(FAULT_KINDS)
-            : undefined;
-      if (kind === undefined) break;
-      const record = await inject(kind, target, faultRng);
-      faults.push(record);
-      options.log(`${((record.startAt - trafficFrom) / 1000).toFixed(1)} s  ${kind}: ${record.detail}`);
-      // The next fault only once this one's window has closed: one cause for every moment.
-      await sleep(record.liftedAt + bounds[kind].afterMs - now() + faultRng.between(...options.gapMs));
-    }
+    const faults = await injectFaults(fleet, ledger, rng.fork(2), options, trafficFrom);
     await traffic.stop();
     const trafficTo = now();
     options.log(
       `traffic stopped after ${((trafficTo - trafficFrom) / 1000).toFixed(1)} s, ${ledger.calls.size} calls`,
     );
-
-    // What is still counted, read until it is all zero or two leases have passed.
-    const settleBy = now() + 2 * shape.leaseTtlMs + heartbeatMs(shape);
-    let redisLeft: RedisLeftovers;
-    let replicasLeft: ReplicaLeftovers[];
-    do {
-      await sleep(heartbeatMs(shape) / 2);
-      redisLeft = await leftovers(redis, prefix);
-      replicasLeft = await Promise.all(replicas.map((r) => replicaLeftovers(r)));
-    } while (
-      now() < settleBy &&
-      (Object.keys(redisLeft.counted).length > 0 ||
-        redisLeft.waiting.length > 0 ||
-        replicasLeft.some((r) => r.counted.length > 0))
-    );
+    const left = await readLeftovers(fleet);
     return {
       seed: options.seed,
       shape,
@@ -168,20 +84,68 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosRun> {
       trafficFrom,
       trafficTo,
       rss,
-      redisLeft,
-      replicasLeft,
+      ...left,
       settledMs: now() - trafficTo,
-      logs: replicas.map((r) => r.log),
-      crashes: replicas.flatMap((r) => r.crashes),
+      logs: fleet.replicas.map((r) => r.log),
+      crashes: fleet.replicas.flatMap((r) => r.crashes),
     };
   } finally {
-    if (sampler !== undefined) clearInterval(sampler);
-    for (const r of replicas) r.resume(); // a stopped process cannot die of SIGKILL until continued
-    await Promise.all(replicas.map((r) => r.kill()));
-    for (const p of proxies) await p.cut();
-    await redis.kill();
-    await Promise.all(pods.map((p) => p.close()));
-    await rm(dir, { recursive: true, force: true });
+    clearInterval(sampler);
+    await fleet.close();
+  }
+}
+
+/**
+ * Faults one after another while the traffic runs — every kind once (`each-once`) or drawn until
+ * the deadline (`random`) — each only once the last one's window has closed: one cause for
+ * every start over a limit.
+ */
+async function injectFaults(
+  fleet: ChaosFleet,
+  ledger: Ledger,
+  rng: Rng,
+  options: ChaosOptions,
+  trafficFrom: number,
+): Promise<FaultRecord[]> {
+  const bounds = faultBounds(fleet.shape);
+  const target: FaultTarget = {
+    shape: fleet.shape,
+    redis: fleet.redis,
+    replicas: fleet.replicas,
+    proxies: fleet.proxies,
+    ledger,
+    configFor: (i, variant) => fleet.configFor(i, variant),
+  };
+  const faults: FaultRecord[] = [];
+  await sleep(rng.between(...options.gapMs) + 1000); // the fleet under load before the first fault
+  const deadline = trafficFrom + (options.durationMs ?? 0);
+  const queue: FaultKind[] = options.schedule === "each-once" ? rng.shuffle(FAULT_KINDS) : [];
+  const next = () =>
+    options.schedule === "each-once" ? queue.shift() : now() < deadline ? rng.pick(FAULT_KINDS) : undefined;
+  for (let kind = next(); kind !== undefined; kind = next()) {
+    const record = await inject(kind, target, rng);
+    faults.push(record);
+    options.log(`${((record.startAt - trafficFrom) / 1000).toFixed(1)} s  ${kind}: ${record.detail}`);
+    await sleep(record.liftedAt + bounds[kind].afterMs - now() + rng.between(...options.gapMs));
+  }
+  return faults;
+}
+
+/** What Redis and each replica still count, read until it is all zero or two leases have passed. */
+async function readLeftovers(
+  fleet: ChaosFleet,
+): Promise<{ redisLeft: RedisLeftovers; replicasLeft: ReplicaLeftovers[] }> {
+  const hb = heartbeatMs(fleet.shape);
+  const settleBy = now() + 2 * fleet.shape.leaseTtlMs + hb;
+  for (;;) {
+    await sleep(hb / 2);
+    const redisLeft = await leftovers(fleet.redis, fleet.prefix);
+    const replicasLeft = await Promise.all(fleet.replicas.map((r) => replicaLeftovers(r)));
+    const clean =
+      Object.keys(redisLeft.counted).length === 0 &&
+      redisLeft.waiting.length === 0 &&
+      replicasLeft.every((r) => r.counted.length === 0);
+    if (clean || now() >= settleBy) return { redisLeft, replicasLeft };
   }
 }
 
