@@ -55,7 +55,7 @@ async function main(): Promise<number> {
   await mkdir(dirname(out), { recursive: true });
   await writeFile(
     out,
-    `${JSON.stringify({ command: `npm run soak -- --minutes ${minutes}`, started: started.toISOString(), ended: new Date().toISOString(), failed, ...receipt }, null, 2)}\n`,
+    `${JSON.stringify({ command: `npm run soak -- ${process.argv.slice(2).join(" ")}`, started: started.toISOString(), ended: new Date().toISOString(), failed, ...receipt }, null, 2)}\n`,
   );
   process.stdout.write(`${receiptTable(receipt)}\n\nreceipt: ${out}\n`);
   process.stdout.write(
