@@ -112,8 +112,8 @@ export class Traffic {
         : rng.chance(0.6)
           ? "default"
           : "bulk";
-    // Mostly short calls; one in five outlives the lease (a paused replica's calls keep running),
-    // most in a long wave (where a waiter left stuck behind them would wait seconds, not a turn).
+    // Mostly short calls; 15 % outlive the lease (a paused replica's calls keep running), 70 % in
+    // a long wave (where a waiter left stuck behind them would wait seconds, not a turn).
     const serviceMs = rng.chance(this.#longWave ? 0.7 : 0.15)
       ? Math.round(rng.between(this.shape.leaseTtlMs * 1.2, this.shape.leaseTtlMs * 1.8))
       : Math.round(rng.between(80, 1200));
