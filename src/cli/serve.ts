@@ -9,13 +9,14 @@
  * SIGHUP reloads the config file in place (`reload.ts`); an invalid one keeps the old config.
  */
 import cluster from "node:cluster";
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { demoConfig } from "../config/demo.js";
 import { loadConfigFile, resolveConfigPath } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { isSluiceError, StoreUnavailableError } from "../core/errors.js";
 import { Gateway } from "../gateway/gateway.js";
 import { demoFleet } from "../sim/fleet.js";
+import { parseCliArgs } from "./args.js";
 import { reloadOnSighup } from "./reload.js";
 
 const USAGE = `usage: sluice serve [--config FILE | --demo] [--port N] [--host H] [--workers N]
@@ -119,6 +120,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const lines = [
     `sluice gateway listening on ${url}`,
+    // Through `npx` or `npm start` the shell's process is npm's, not this one: a SIGHUP sent there
+    // kills npm and orphans the gateway. Say which pid takes it.
+    `  pid:       ${process.pid}  (reload the config: kill -HUP ${process.pid})`,
     `  models:    ${config.models.map((m) => m.name).join(", ")}`,
     `  dashboard: ${url}/`,
     `  metrics:   ${url}/metrics`,
@@ -199,10 +203,5 @@ function runWorkers(n: number): Promise<number> {
 }
 
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    options: OPTIONS,
-    strict: true,
-    allowPositionals: false,
-  });
+  return parseCliArgs(argv, OPTIONS);
 }

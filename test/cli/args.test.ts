@@ -64,6 +64,13 @@ describe("flags said wrong", { timeout: 60_000 }, () => {
     for (const r of [missing, switched]) assert.doesNotMatch(r.stderr, NODE_WORDING);
   });
 
+  test("sluice serve too: a mistyped flag names the one meant", async () => {
+    const r = await sluice("serve", "--demo", "--prot", "3");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown flag --prot; did you mean --port\?/);
+    assert.doesNotMatch(r.stderr, NODE_WORDING);
+  });
+
   test("a flag-like value says how to pass it", async () => {
     const r = await sluice("status", "--url", "--json");
     // `--json` after `--url` is a flag: --url got no value, and the answer says how to give one.

@@ -97,6 +97,13 @@ describe("sluice serve: SIGHUP reloads the config file", { timeout: 30_000 }, ()
     await rm(dir, { recursive: true });
   });
 
+  test("the banner names the gateway's own pid and the reload command (npx and npm start run it under npm's pid)", () => {
+    assert.match(
+      stderr,
+      new RegExp(`^  pid: +${child.pid}  \\(reload the config: kill -HUP ${child.pid}\\)$`, "m"),
+    );
+  });
+
   test("an invalid file keeps the running config and says why, naming the key", async () => {
     assert.equal(await chat("first"), 200);
     const said = await hup(
