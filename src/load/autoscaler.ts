@@ -6,17 +6,8 @@
  * replicas one at a time and records when each joined.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { RequestRecord } from "./stats.js";
+import type { ReplicaStep, RequestRecord } from "./stats.js";
 import type { AutoscaleSpec } from "./types.js";
-
-/** One point of the replica count over time. */
-export interface ReplicaStep {
-  /** When the count became `replicas`, real ms since the run's start. */
-  at_ms: number;
-  replicas: number;
-  /** The latency the autoscaler saw at the look that added it, real ms; null for the start and for a look with nothing ended. */
-  signal_ms: number | null;
-}
 
 /** What one look sees: the requests that ended since the last look, and those still open. */
 export interface LookWindow {

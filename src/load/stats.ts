@@ -3,7 +3,6 @@
  * every logical request) and the pods' view (what each sim saw). Field names are snake_case
  * because the receipt is a file other tools read.
  */
-import type { ReplicaStep } from "./autoscaler.js";
 
 /** How one HTTP attempt ended. */
 export interface Attempt {
@@ -29,6 +28,15 @@ export interface Attempt {
   queueMs: number;
   /** Wait the answer asked for (`retry-after-ms`, else `Retry-After`), −1 when none. */
   retryAfterMs: number;
+}
+
+/** One point of a run's gateway replica count over time (src/load/autoscaler.ts). */
+export interface ReplicaStep {
+  /** When the count became `replicas`, real ms since the run's start. */
+  at_ms: number;
+  replicas: number;
+  /** The latency the autoscaler saw at the look that added it, real ms; null for the start and for a look with nothing ended. */
+  signal_ms: number | null;
 }
 
 /** How one logical request (a page, a turn, an exchange) ended, retries included. */
