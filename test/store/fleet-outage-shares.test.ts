@@ -195,10 +195,15 @@ describe("local shares from what each replica last heard (private redis-server)"
     await b.store.heartbeat();
     await c.store.heartbeat();
     await a.store.heartbeat();
-    await until("once b is counted again: a up to the limit", () => a.mine.length === 2);
+    // The two slots b leaves go to a's and c's waiters: both wait on the lane, so the fleet's equal
+    // shares (fleet-holdback.ts) may give c one of them; which replica gets which is not the point.
+    await until(
+      "once b is counted again: a and c up to the limit",
+      () => a.mine.length + c.mine.length === 2,
+    );
     await sleep(300);
     assert.ok(pod.peak <= 6, `nor after (saw ${pod.peak})`);
-    assert.deepEqual([a.mine.length, b.mine.length], [2, 4], "a up to the limit, no further");
+    assert.deepEqual([a.mine.length + c.mine.length, b.mine.length], [2, 4], "up to the limit, no further");
     for (const r of replicas) release(r, r.mine.length);
     await until("the last waiters served", () => a.mine.length + c.mine.length === 3, 20_000);
     assert.ok(pod.peak <= 6, `pod peak ${pod.peak}`);
