@@ -13,6 +13,7 @@ import {
   embeddingBody,
   parseSimRequest,
   replyMeta,
+  SimBadRequestError,
   type SimRequest,
   SSE_DONE,
   simTokens,
@@ -23,6 +24,9 @@ import {
 
 /** The routes a provider answers. */
 export type ProviderKind = Exclude<WorkKind, "echo">;
+
+/** The default {@link ProviderAnswerOptions.maxOutputTokens}: a current model's completion limit. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 65_536;
 
 /** Embedding length of the provider's vectors. */
 export const PROVIDER_EMBEDDING_DIMS = 8;
@@ -35,6 +39,13 @@ export interface ProviderAnswerOptions {
   defaultOutputTokens?: number;
   /** An answer's length is `ceil(max_tokens × completionRatio)` (at least 1). **Default:** `1`. */
   completionRatio?: number;
+  /**
+   * The most completion tokens the model may generate: a larger `max_tokens` is answered 400, as
+   * OpenAI's are ("This model supports at most N completion tokens"). Without it an absurd
+   * `max_tokens` made the provider build an answer of that length (1e9 tokens ran a test out of
+   * memory). **Default:** `65536`.
+   */
+  maxOutputTokens?: number;
   /** `usage` in a stream's last chunk: `"asked"` only with `stream_options.include_usage` (OpenAI), `"always"`, `"never"`. **Default:** `"asked"`. */
   streamUsage?: "asked" | "always" | "never";
 }
@@ -59,6 +70,13 @@ export function readProviderCall(kind: ProviderKind, body: Buffer, o: ProviderAn
     body.length,
   );
   const max = request.maxTokens;
+  const most = o.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  if (kind !== "embedding" && max !== undefined && max > most) {
+    throw new SimBadRequestError(
+      `max_tokens is too large: ${max}. This model supports at most ${most} completion tokens, whereas you provided ${max}.`,
+      "max_tokens",
+    );
+  }
   const outputTokens =
     kind === "embedding"
       ? 0

@@ -83,6 +83,22 @@ describe("provider simulator: an account's limits", () => {
     }
   });
 
+  test("a max_tokens above the model's completion limit is answered 400, as OpenAI's is (not generated)", async () => {
+    const p = await startProvider({ maxOutputTokens: 4096 });
+    try {
+      const absurd = await post(p.url, chat("hello", { max_tokens: 1_000_000_000 }));
+      assert.equal(absurd.status, 400);
+      assert.match(
+        absurd.text,
+        /max_tokens is too large: 1000000000\. This model supports at most 4096 completion tokens/,
+      );
+      assert.equal((await post(p.url, chat("hello", { max_tokens: 4096 }))).status, 200);
+      assert.equal(p.stats().served, 1);
+    } finally {
+      await p.close();
+    }
+  });
+
   test("a stream carries usage only when asked (as OpenAI's), or always / never by option", async () => {
     const p = await startProvider({ completionRatio: 0.5 });
     const always = await startProvider({ streamUsage: "always" });
