@@ -91,7 +91,7 @@ describe("parseConfig", () => {
         upstreamTimeoutMs: 60_000,
         streamIdleTimeoutMs: 30_000,
         defaultMaxTokens: 4096,
-      imageTokens: 1445,
+        imageTokens: 1445,
         mode: "enforce",
         adaptive: { floor: 4, maxWaiting: 5, metricsPollMs: 1000 },
         breaker: {
