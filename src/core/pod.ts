@@ -48,6 +48,17 @@ export class Pod implements Budget {
   inflight = 0;
   /** Calls other processes have on this pod, as a fleet store last saw them (0 with the memory store). */
   others = 0;
+  /**
+   * Calls running at the pod that are not this process's, as the pod's own count last showed them
+   * (`report`): the fleet's `others` may drop without those calls ending — a replica paused past
+   * its lease is reclaimed while its calls still run, and a client going straight to the pod is
+   * never counted — so until the report goes stale the pod's room counts at least these.
+   */
+  reportedOthers = 0;
+  /** The pod's own running count at its last report (-1: never reported). */
+  reportedRunning = -1;
+  /** The last report counts before this time; after it, only the fleet's count does. */
+  reportedUntil = 0;
   /** No dispatch before this time: a quota pause, or a floor-held pod's rest after a refusal. */
   pausedUntil = 0;
   /** The provider's quota pause alone (a 429 with a reset), capped at `maxQuotaPauseMs`. */
@@ -164,12 +175,29 @@ export class Pod implements Budget {
    * another process holds a call there (its probe), this one waits for the shared outcome.
    */
   hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
+    const others =
+      nowMs < this.reportedUntil && this.reportedOthers > this.others ? this.reportedOthers : this.others;
     return (
-      this.inflight + this.others < this.width.width &&
+      this.inflight + others < this.width.width &&
       this.pausedUntil <= nowMs &&
       this.breaker.allows(nowMs) &&
       (this.others === 0 || this.breaker.kind === "closed")
     );
+  }
+
+  /**
+   * The pod's own running count (vLLM's `num_requests_running`), read now and trusted for
+   * `freshForMs`. What runs there beyond this process's own calls stays counted until the next
+   * report, even when the fleet stops counting it: this process's calls free their slots as they
+   * end (it sees them end), anyone else's as the pod's count shows them ending. Returns whether
+   * the pod may have gained room (the caller looks at its waiters again).
+   */
+  report(running: number, nowMs: number, freshForMs: number): boolean {
+    const before = nowMs < this.reportedUntil ? Math.max(this.others, this.reportedOthers) : this.others;
+    this.reportedRunning = running;
+    this.reportedOthers = Math.max(0, running - this.inflight);
+    this.reportedUntil = nowMs + freshForMs;
+    return Math.max(this.others, this.reportedOthers) < before;
   }
 
   take(): void {
@@ -238,12 +266,15 @@ export class Pod implements Budget {
     return verdict;
   }
 
-  /** When this pod next changes by itself (breaker cooldown or quota pause ending). */
+  /** When this pod next changes by itself (breaker cooldown, quota pause or a report's freshness ending). */
   nextChangeAt(nowMs: number): number | undefined {
     let at: number | undefined;
     const reopen = this.breaker.reopensAt();
     if (reopen !== undefined && reopen > nowMs) at = reopen;
     if (this.pausedUntil > nowMs && (at === undefined || this.pausedUntil < at)) at = this.pausedUntil;
+    // A report holding room the fleet's count would give stops counting when it goes stale.
+    const held = this.reportedUntil > nowMs && this.reportedOthers > this.others;
+    if (held && (at === undefined || this.reportedUntil < at)) at = this.reportedUntil;
     return at;
   }
 }

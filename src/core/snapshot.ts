@@ -99,6 +99,12 @@ export interface PodSnapshot {
   inflight: number;
   /** With a fleet store, when other replicas have calls on it too: in flight across the fleet. */
   fleet_inflight?: number;
+  /**
+   * The pod's own running count from its `metrics_url` (vLLM's `num_requests_running`), while
+   * the last report is fresh (three poll intervals). Calls it shows beyond the fleet's count hold
+   * their slots until it shows them ending (docs/fleet.md).
+   */
+  reported_running?: number;
   breaker: "closed" | "open" | "half_open";
   /** Seconds until an open breaker allows its probe; 0 otherwise. */
   reopens_in_s: number;
@@ -231,6 +237,7 @@ export function podSnapshot(pod: Pod, lanes: string[], nowMs: number): PodSnapsh
     floor: pod.width.toJSON().floor,
     inflight: pod.inflight,
     ...(pod.others > 0 ? { fleet_inflight: pod.inflight + pod.others } : {}),
+    ...(nowMs < pod.reportedUntil ? { reported_running: pod.reportedRunning } : {}),
     breaker: state.kind,
     reopens_in_s: reopen === undefined ? 0 : seconds(Math.max(0, reopen - nowMs)),
     trips: state.kind === "closed" ? 0 : state.trips,

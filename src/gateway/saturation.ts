@@ -3,10 +3,16 @@
  * turns a saturated reading into a congestion signal for the pod's adaptive width. A pod whose
  * metrics are older than three poll intervals counts as saturated (DESIGN §1.3): a pod too busy
  * to answer its metrics endpoint should not be sent more.
+ *
+ * Each scrape's running count (`vllm:num_requests_running`) goes to the Governor too, trusted for
+ * the same three intervals: calls the fleet no longer counts (a replica paused past its lease) or
+ * never counted (a client going straight to the pod) keep their slots until the pod's own count
+ * shows them ending (docs/fleet.md). A model with `adaptive: false` is polled for that alone.
  */
 import type { Logger } from "pino";
 import { request } from "undici";
 import type { ModelConfig } from "../config/schema.js";
+import { DEFAULTS } from "../core/defaults.js";
 import type { Governor } from "../governor/governor.js";
 import { isSaturated, parseVllmMetrics } from "./vllm-metrics.js";
 
@@ -14,12 +20,15 @@ interface Watched {
   pod: string;
   url: string;
   maxWaiting: number;
+  /** Whether a saturated reading cuts the width (not with `adaptive: false`). */
+  saturation: boolean;
   intervalMs: number;
   lastOkAt: number;
   timer: NodeJS.Timeout | undefined;
 }
 
 const STALE_INTERVALS = 3;
+const RUNNING = "vllm:num_requests_running";
 
 export class SaturationPoller {
   readonly #watched: Watched[] = [];
@@ -30,14 +39,15 @@ export class SaturationPoller {
     readonly log: Logger,
   ) {
     for (const m of models) {
-      if (m.adaptive === false) continue;
+      const adaptive = m.adaptive === false ? null : m.adaptive;
       for (const p of m.pods) {
         if (p.metricsUrl === undefined) continue;
         this.#watched.push({
           pod: p.url,
           url: p.metricsUrl,
-          maxWaiting: m.adaptive.maxWaiting,
-          intervalMs: m.adaptive.metricsPollMs,
+          maxWaiting: adaptive?.maxWaiting ?? DEFAULTS.gateway.maxWaiting,
+          saturation: adaptive !== null,
+          intervalMs: adaptive?.metricsPollMs ?? DEFAULTS.gateway.metricsPollMs,
           lastOkAt: performance.now(),
           timer: undefined,
         });
@@ -65,13 +75,16 @@ export class SaturationPoller {
       const load = res.statusCode === 200 ? parseVllmMetrics(text) : undefined;
       if (load !== undefined) {
         w.lastOkAt = performance.now();
-        if (isSaturated(load, w.maxWaiting)) this.governor.reportSaturation(w.pod);
+        // Only a pod that states its running count reports it (a missing metric is not 0 running).
+        if (text.includes(RUNNING))
+          this.governor.reportRunning(w.pod, load.running, STALE_INTERVALS * w.intervalMs);
+        if (w.saturation && isSaturated(load, w.maxWaiting)) this.governor.reportSaturation(w.pod);
         return;
       }
     } catch (error) {
       this.log.debug({ pod: w.pod, err: (error as Error).message }, "metrics scrape failed");
     }
-    if (performance.now() - w.lastOkAt > STALE_INTERVALS * w.intervalMs)
+    if (w.saturation && performance.now() - w.lastOkAt > STALE_INTERVALS * w.intervalMs)
       this.governor.reportSaturation(w.pod);
   }
 }

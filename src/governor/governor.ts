@@ -321,6 +321,14 @@ export class Governor {
     if (p.width.width !== before) this.#timer.arm();
   }
 
+  /** The pod's own running count (its `metrics_url`), trusted for `freshForMs` (Pod.report). */
+  reportRunning(pod: string, running: number, freshForMs: number): void {
+    const p = this.#registry.pods.get(pod);
+    const now = this.#clock.now();
+    if (p?.report(running, now, freshForMs) === true) this.#scheduler.tick(now);
+    this.#timer.arm(now); // a waiter held only by the report wakes when it goes stale
+  }
+
   /**
    * Applies new options to the live governor without dropping a call (a config reload). Validates
    * first: on a `ConfigError` nothing changes. Lane limits, reserve, queue limit and timeout,
