@@ -138,9 +138,13 @@ export class Driver {
       }
     } else if (a.kind === "fanout") {
       const thinkMs = (a.thinkMs ?? 0) * scale;
+      let waves = 0;
       const callers = Array.from({ length: a.callers }, async () => {
         while (this.now() < stopMs && !this.#stop.signal.aborted) {
-          const wave = Array.from({ length: a.width }, () => this.#track(this.#request(group, gi, index++)));
+          const w = waves++;
+          const wave = Array.from({ length: a.width }, () =>
+            this.#track(this.#request(group, gi, index++, w)),
+          );
           await Promise.all(wave);
           if (thinkMs > 0) await sleep(thinkMs);
         }
@@ -174,7 +178,7 @@ export class Driver {
   }
 
   /** One logical request: attempts until it succeeds or its policy gives up. */
-  async #request(group: ClientGroup, gi: number, index: number): Promise<void> {
+  async #request(group: ClientGroup, gi: number, index: number, wave?: number): Promise<void> {
     const { target, scale } = this.#o;
     const throughSluice = target.kind === "sluice";
     const req = prepareRequest(group, index, throughSluice, this.#o.expected(group.request.model));
@@ -208,7 +212,14 @@ export class Driver {
     this.live.open--;
     if (last.code === "ok") this.live.completed++;
     else this.live.notCompleted++;
-    this.requests.push({ group: gi, startMs, endMs: this.now(), attempts: n, code: last.code });
+    this.requests.push({
+      group: gi,
+      startMs,
+      endMs: this.now(),
+      attempts: n,
+      code: last.code,
+      ...(wave === undefined ? {} : { wave }),
+    });
   }
 
   /** Real ms to wait before the next attempt, or undefined to give up. */

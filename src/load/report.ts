@@ -142,7 +142,8 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
         const g = r?.groups[name];
         if (g === undefined) return "–";
         const q = g.queue_wait_ms === null ? "" : `, q ${fmtMs(g.queue_wait_ms.p99)}`;
-        return `${g.completed}/${g.offered}, ${fmtMs(g.latency_ms?.mean)}${q}`;
+        const w = g.waves === undefined ? "" : `; whole waves ${g.waves.completed}/${g.waves.offered}`;
+        return `${g.completed}/${g.offered}, ${fmtMs(g.latency_ms?.mean)}${q}${w}`;
       }),
     ]);
   }

@@ -47,6 +47,8 @@ export interface RequestRecord {
   attempts: number;
   /** The last attempt's code: `ok` when it completed. */
   code: string;
+  /** A `fanout` group's wave it was sent in (numbered within its group). */
+  wave?: number;
 }
 
 /** Percentiles of a set of durations, in ms (nearest rank). */
@@ -127,6 +129,11 @@ export interface GroupStats {
   failed_attempts: Record<string, number>;
   latency_ms: Percentiles | null;
   queue_wait_ms: Percentiles | null;
+  /**
+   * A `fanout` group's waves (seed 002: a panel's review is done when every finder of its wave
+   * is): sent, and done with every request of the wave completed. Absent for other groups.
+   */
+  waves?: { offered: number; completed: number };
 }
 
 /** One run: through sluice or straight to the pods. */
@@ -270,10 +277,13 @@ export function clientStats(
     offered: 0,
     completed: 0,
     refused: {} as Record<string, number>,
+    /** Each wave's requests: whether all of them completed so far. */
+    waves: new Map<number, boolean>(),
   }));
   for (const r of requests) {
     const g = perGroup[r.group]!;
     g.offered++;
+    if (r.wave !== undefined) g.waves.set(r.wave, (g.waves.get(r.wave) ?? true) && r.code === "ok");
     if (r.code === "ok") {
       g.completed++;
       endToEnd.push(r.endMs - r.startMs);
@@ -293,6 +303,9 @@ export function clientStats(
       failed_attempts: groupFailed[i]!,
       latency_ms: percentiles(groupLatency[i]!),
       queue_wait_ms: percentiles(groupQueue[i]!),
+      ...(g.waves.size === 0
+        ? {}
+        : { waves: { offered: g.waves.size, completed: [...g.waves.values()].filter(Boolean).length } }),
     };
   });
   return {

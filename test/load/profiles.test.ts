@@ -209,13 +209,15 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
 
   test("panel-burst: the operator's turns time out behind the panels without sluice, and all get through with it", async () => {
     const { sluice, direct } = await both(panelBurstProfile(120_000), 0.02);
-    // Counted at the server: straight to it, at most the 15 finder calls of one wave and the
-    // operator's turn at once (each caller has one attempt out at a time); the first wave and
-    // the first turn arrive together, so all 16 are there at the start.
-    assert.equal(
-      direct.upstream_max_inflight,
-      PANELS * FINDERS + 1,
-      "one wave of 15 finders beside the chat",
+    // Counted at the server: straight to it, the 15 finder calls of one wave and the operator's
+    // turn at once — the first wave and the first turn arrive together, so all 16 are there at
+    // the start — and no more: each caller has one attempt out at a time (a retry sent within
+    // moments of its timed-out attempt may overlap that attempt's close at the server, so a few
+    // are allowed; the 12× burst this replaced put 100 there).
+    const atOnce = direct.upstream_max_inflight;
+    assert.ok(
+      atOnce >= PANELS * FINDERS + 1 && atOnce <= PANELS * FINDERS + 4,
+      `${atOnce} at the server at once`,
     );
     // A panel sends its next wave when all five finders end: waves of five, never a part of one.
     for (const run of [sluice, direct]) {
@@ -226,6 +228,8 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
         0,
         `${run.target}: ${panels.offered} finder calls in waves of 5`,
       );
+      // Whole waves are counted: a panel's review is done when all five of its finders are.
+      assert.equal(panels.waves?.offered, panels.offered / FINDERS, `${run.target}: the waves counted`);
     }
     const withSluice = sluice.groups.interactive!;
     const without = direct.groups.interactive!;
