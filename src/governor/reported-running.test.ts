@@ -28,7 +28,10 @@ describe("a pod's reported running count", { timeout: 10_000 }, () => {
     clock.advance(100);
     gov.reportRunning(POD, 3, FRESH_MS);
     const leases = [gov.tryAcquire("L"), gov.tryAcquire("L"), gov.tryAcquire("L")];
-    assert.ok(leases.every((l) => l !== undefined), "3 more fit beside the pod's 3");
+    assert.ok(
+      leases.every((l) => l !== undefined),
+      "3 more fit beside the pod's 3",
+    );
     assert.equal(gov.tryAcquire("L"), undefined, "3 + 3 is the pod's 6");
 
     // Our own calls free their slots as they end, without waiting for a report.
@@ -41,7 +44,10 @@ describe("a pod's reported running count", { timeout: 10_000 }, () => {
     clock.advance(FRESH_MS);
     assert.equal(pod().reported_running, undefined, "a stale report is not shown");
     const more = [gov.tryAcquire("L"), gov.tryAcquire("L"), gov.tryAcquire("L")];
-    assert.ok(more.every((l) => l !== undefined), "a stale report is ignored");
+    assert.ok(
+      more.every((l) => l !== undefined),
+      "a stale report is ignored",
+    );
     assert.equal(gov.tryAcquire("L"), undefined, "the width still holds");
   });
 
