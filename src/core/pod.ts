@@ -173,6 +173,8 @@ export class Pod implements Budget {
    * Has width to spare, breaker allowing, not paused (its GPU group is the next budget on the
    * path). In a fleet, a pod whose breaker is not closed takes one probe fleet-wide: while
    * another process holds a call there (its probe), this one waits for the shared outcome.
+   * Others' calls count as the fleet counts them, or as the pod's fresh report shows them if
+   * more (`report`). Without a report `reportedUntil` is 0: one comparison, and none allocates.
    */
   hasRoom(_rank: Rank, _cost: number, nowMs: number): boolean {
     const others =

@@ -7,12 +7,11 @@
  * Each scrape's running count (`vllm:num_requests_running`) goes to the Governor too, trusted for
  * the same three intervals: calls the fleet no longer counts (a replica paused past its lease) or
  * never counted (a client going straight to the pod) keep their slots until the pod's own count
- * shows them ending (docs/fleet.md). A model with `adaptive: false` is polled for that alone.
+ * shows them ending (docs/fleet.md).
  */
 import type { Logger } from "pino";
 import { request } from "undici";
 import type { ModelConfig } from "../config/schema.js";
-import { DEFAULTS } from "../core/defaults.js";
 import type { Governor } from "../governor/governor.js";
 import { isSaturated, parseVllmMetrics } from "./vllm-metrics.js";
 
@@ -20,8 +19,6 @@ interface Watched {
   pod: string;
   url: string;
   maxWaiting: number;
-  /** Whether a saturated reading cuts the width (not with `adaptive: false`). */
-  saturation: boolean;
   intervalMs: number;
   lastOkAt: number;
   timer: NodeJS.Timeout | undefined;
@@ -39,15 +36,14 @@ export class SaturationPoller {
     readonly log: Logger,
   ) {
     for (const m of models) {
-      const adaptive = m.adaptive === false ? null : m.adaptive;
+      if (m.adaptive === false) continue; // a metrics_url there is refused by the config
       for (const p of m.pods) {
         if (p.metricsUrl === undefined) continue;
         this.#watched.push({
           pod: p.url,
           url: p.metricsUrl,
-          maxWaiting: adaptive?.maxWaiting ?? DEFAULTS.gateway.maxWaiting,
-          saturation: adaptive !== null,
-          intervalMs: adaptive?.metricsPollMs ?? DEFAULTS.gateway.metricsPollMs,
+          maxWaiting: m.adaptive.maxWaiting,
+          intervalMs: m.adaptive.metricsPollMs,
           lastOkAt: performance.now(),
           timer: undefined,
         });
@@ -78,13 +74,13 @@ export class SaturationPoller {
         // Only a pod that states its running count reports it (a missing metric is not 0 running).
         if (text.includes(RUNNING))
           this.governor.reportRunning(w.pod, load.running, STALE_INTERVALS * w.intervalMs);
-        if (w.saturation && isSaturated(load, w.maxWaiting)) this.governor.reportSaturation(w.pod);
+        if (isSaturated(load, w.maxWaiting)) this.governor.reportSaturation(w.pod);
         return;
       }
     } catch (error) {
       this.log.debug({ pod: w.pod, err: (error as Error).message }, "metrics scrape failed");
     }
-    if (w.saturation && performance.now() - w.lastOkAt > STALE_INTERVALS * w.intervalMs)
+    if (performance.now() - w.lastOkAt > STALE_INTERVALS * w.intervalMs)
       this.governor.reportSaturation(w.pod);
   }
 }
