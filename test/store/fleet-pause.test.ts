@@ -4,9 +4,10 @@
  * defect 4). What docs/fleet.md promises for it ("A replica paused longer than lease_ttl_s"): the
  * pod is over the limit by at most what the paused replica held, only until those calls end, and
  * once it resumes no replica is granted anything until the count is under the limit again — the
- * overshoot never grows after the resume. (The overshoot itself is not removed yet: reclaiming an
- * expired replica's slots only as the pod's own running count shows them ending is not built, so
- * this test holds the bound, not zero.) A pause shorter than the lease keeps the pod at the limit.
+ * overshoot never grows after the resume. This pod has no `metrics_url`, so the fleet has only the
+ * leases to go by and this test holds the bound, not zero; a pod that reports its own running
+ * count removes it (`fleet-pause-reported.test.ts`). A pause shorter than the lease keeps the pod
+ * at the limit.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
