@@ -54,8 +54,9 @@ export async function runProfile(o: RunnerOptions): Promise<RunnerResult> {
   assertScalable(o.profile, o.scale);
   const settings = await settingsOf(o);
   const sluice = o.only === "direct" ? null : await runTarget(o, "sluice");
+  // A third side, run with both sides only: `--only` asks for one run.
   const honouring =
-    o.only === "direct" || o.profile.honouring === undefined ? null : await runTarget(o, "sluice", true);
+    o.only !== undefined || o.profile.honouring === undefined ? null : await runTarget(o, "sluice", true);
   const direct = o.only === "sluice" ? null : await runTarget(o, "direct");
   return { sluice, direct, honouring, settings };
 }

@@ -78,6 +78,19 @@ describe("sluice load: the run that honours Retry-After", () => {
     );
   });
 
+  test("--only runs the one side asked for, not the third", async () => {
+    const r = await runSession({
+      profile,
+      scale: 1,
+      command: "test",
+      receiptPath: join(dir, "only.json"),
+      only: "sluice",
+    });
+    assert.equal(r.receipt.completed, 6);
+    assert.equal(r.receipt.retry_after_honoured, null);
+    assert.equal(r.receipt.direct, null);
+  });
+
   test("ocr-flood runs it: its client sends a refused page again after the Retry-After, until done", () => {
     const h = ocrFloodProfile().honouring;
     assert.ok(h !== undefined, "ocr-flood has the third run");
