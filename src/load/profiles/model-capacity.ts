@@ -8,10 +8,15 @@
 import type { LoadProfile } from "../types.js";
 import { fmtMs } from "./format.js";
 
+/** Whole exchanges admitted, and unread requests queued FIFO (seed 003). */
 const ADMITTED = 32;
 const QUEUED = 128;
+/** The queue wait bound (seed 003: 30 seconds). */
 const QUEUE_TIMEOUT_S = 30;
+/** Exchanges at once past the bound (assumption: seed 003 qualifies the bound, it describes no burst). */
 const BURST = 200;
+/** Exchanges the provider runs at once before it answers 429 (assumption: seed 003 gives no provider limit). */
+const PROVIDER_LIMIT = 40;
 
 /** Seed 003's qualification: the threads for `threadsMs` of seed time, then the burst. */
 export function modelCapacityProfile(threadsMs = 60_000): LoadProfile {
@@ -21,7 +26,7 @@ export function modelCapacityProfile(threadsMs = 60_000): LoadProfile {
     seed: "003",
     title: `${ADMITTED} admitted + ${QUEUED} queued: twenty threads on both paths, then a burst of ${BURST}`,
     story: [
-      "a provider that runs 40 exchanges at once and answers 429 past that",
+      `a provider that runs ${PROVIDER_LIMIT} exchanges at once and answers 429 past that`,
       `through sluice: ${ADMITTED} in flight, ${QUEUED} queued (FIFO), ${QUEUE_TIMEOUT_S} s queue bound`,
       `20 threads (10 buffered, 10 streaming) for ${threadsMs / 1000} s, then ${BURST} exchanges at once (half streaming)`,
     ],
@@ -30,7 +35,7 @@ export function modelCapacityProfile(threadsMs = 60_000): LoadProfile {
       {
         model: "worker-model",
         options: {
-          maxNumSeqs: 40,
+          maxNumSeqs: PROVIDER_LIMIT,
           maxWaiting: 0,
           overflow: "429",
           serviceMs: 3_000,

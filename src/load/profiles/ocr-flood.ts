@@ -22,7 +22,10 @@ const CEILING = 64;
 /** Pages offered per service time to the eight pods: 522 against a fleet carrying ~250. */
 const OFFERED = 522;
 
-/** The old orchestrator: a refused page goes back into its pool and is tried again, with backoff. */
+/**
+ * The old orchestrator: a refused page goes back into its pool and is tried again, with backoff
+ * (assumption: seed 000 says only that a client "sent more"; full jitter, 2 s → 64 s, until done).
+ */
 const RETRY_REFUSED: RetryPolicy = {
   maxAttempts: 1000,
   sluiceRefusals: false,

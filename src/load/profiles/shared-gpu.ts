@@ -8,13 +8,15 @@
  */
 import type { LoadProfile, RetryPolicy } from "../types.js";
 
-/** Sequences the GB10's memory holds across both endpoints. */
+/** Sequences the GB10's memory holds across both endpoints (assumption: seed 001 gives no number). */
 const OOM_AT = 48;
+/** How long an OOM keeps the host away (assumption: seed 001 says only that it went unreachable). */
+const DOWN_MS = 15_000;
 /** The GPU-group budget sluice enforces (seed 001: `GPU_CONCURRENCY_BUDGETS={"gb10": 40}`). */
 const GROUP_BUDGET = 40;
 const DURATION_MS = 90_000;
 
-/** The demand sources retry what failed, with backoff, and honour sluice's Retry-After. */
+/** The demand sources retry what failed, with backoff, and honour sluice's Retry-After (assumption: 5 attempts, 1 s → 8 s). */
 const RETRY: RetryPolicy = {
   maxAttempts: 5,
   sluiceRefusals: true,
@@ -35,7 +37,7 @@ export function sharedGpuProfile(durationMs = DURATION_MS): LoadProfile {
       `through sluice: qwen 32, bge-m3 16, GPU group gb10 ${GROUP_BUDGET}`,
     ],
     defaultScale: 0.1,
-    machines: { gb10: { oomAt: OOM_AT, downMs: 15_000 } },
+    machines: { gb10: { oomAt: OOM_AT, downMs: DOWN_MS } },
     pods: [
       {
         model: "qwen",
