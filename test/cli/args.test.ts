@@ -5,21 +5,9 @@
  * user runs them: real processes through src/cli/main.ts.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { describe, test } from "node:test";
-import { promisify } from "node:util";
-
-const run = promisify(execFile);
-
-async function sluice(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
-    return { code, stdout, stderr };
-  }
-}
+import { LOAD_PROFILES } from "../../src/load/profiles/index.js";
+import { sluice } from "../process-helpers.js";
 
 /** Phrases of node:util parseArgs' own errors, which a user should never see. */
 const NODE_WORDING = /ambiguous|To specify|Did you forget|Unknown option/;
@@ -28,15 +16,7 @@ describe("flags said wrong", { timeout: 60_000 }, () => {
   test("sluice load --list lists the profiles", async () => {
     const r = await sluice("load", "--list");
     assert.equal(r.code, 0, r.stderr);
-    for (const name of [
-      "ocr-flood",
-      "shared-gpu",
-      "panel-burst",
-      "model-capacity",
-      "autoscale",
-      "provider-tokens",
-    ])
-      assert.match(r.stdout, new RegExp(`^  ${name} `, "m"));
+    for (const { name } of LOAD_PROFILES) assert.match(r.stdout, new RegExp(`^  ${name} `, "m"));
   });
 
   test("a negative number is the flag's value, refused by what the flag expects", async () => {

@@ -5,26 +5,12 @@
  * fails here) and no line for a flag it refuses.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { promisify } from "node:util";
 import { OPTIONS as SERVE } from "../../src/cli/serve.js";
 import { OPTIONS as SIM } from "../../src/cli/sim.js";
 import { OPTIONS as STATUS } from "../../src/cli/status.js";
-
-const run = promisify(execFile);
-
-/** Runs `sluice …args`; resolves with its exit code and output, whatever the code. */
-async function sluice(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const { code, stdout, stderr } = e as { code: number; stdout: string; stderr: string };
-    return { code, stdout, stderr };
-  }
-}
+import { sluice } from "../process-helpers.js";
 
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 

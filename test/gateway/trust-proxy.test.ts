@@ -10,37 +10,18 @@
  * counted at the pod.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parseConfig } from "../../src/config/schema.js";
 import { ProxyTrust } from "../../src/gateway/client-address.js";
+import { freePort, which } from "../process-helpers.js";
 import { call, chatBody, delay, model, type Stack, SUITE, sha256hex, startStack } from "./helpers.js";
 
 const ADMIN_TOKEN = "sk-admin-trust-proxy";
 const REMOTE = "203.0.113.9";
-
-function haproxyBin(): string | undefined {
-  try {
-    return execFileSync("sh", ["-c", "command -v haproxy"], { encoding: "utf8" }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** HAProxy in front of `target`: `option forwardfor`, the source address taken from `x-test-src` when sent. */
 async function startForwardingProxy(bin: string, target: string): Promise<{ url: string; close(): void }> {
@@ -83,7 +64,7 @@ async function startForwardingProxy(bin: string, target: string): Promise<{ url:
   return { url, close: () => child.kill("SIGKILL") };
 }
 
-const HAPROXY = haproxyBin();
+const HAPROXY = which("haproxy");
 const skip = HAPROXY === undefined && process.env.CI !== "true" ? "haproxy is not installed here" : false;
 
 describe("behind a reverse proxy on the same host", { ...SUITE, skip }, () => {

@@ -13,26 +13,13 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
+import { SLUICE_MAIN, startServe } from "../process-helpers.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
-const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+const MAIN = SLUICE_MAIN;
 const LIMIT = 4;
 
-async function startReplica(file: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "serve", "--config", file, "--port", "0"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`replica exited (${code}) before listening:\n${stderr}`)));
-  });
-  return { child, url };
-}
+const startReplica = (file: string) => startServe(file, "--port", "0");
 
 async function chat(url: string, i: number): Promise<number> {
   const res = await request(`${url}/v1/chat/completions`, {

@@ -90,8 +90,9 @@ export function checkDeclaredLength(req: IncomingMessage, maxBodyBytes: number):
  * gives `into.bodyBytes` back when the request ends; on failure they are given back here and the
  * promise rejects with the 413/408 `HttpError`, or the guard's 400.
  *
- * A body over the guard's bounds stops being buffered at the chunk that crossed them (its bytes
- * are given back at once) and the rest is read and dropped; the 400 is sent at its last byte.
+ * A body over the guard's bounds, or one that would take the buffered bytes of all bodies past
+ * `max_buffered_bytes`, stops being buffered at the chunk that crossed them (its bytes are given
+ * back at once) and the rest is read and dropped; the 400 or 413 is sent at its last byte.
  * Sent earlier, it would be followed by the close that ends an unread upload, and a client still
  * writing gets a connection reset instead of the answer. `max_body_bytes` and `body_timeout_s`
  * still bound what is dropped.
@@ -144,14 +145,17 @@ export function bufferBody(
         return fail(new HttpError(413, "body_too_large", `the body exceeds ${maxBodyBytes} bytes`, "body"));
       }
       if (budget.used > budget.limit) {
-        return fail(
-          new HttpError(
-            413,
-            "body_too_large",
-            `the gateway is buffering its maximum of ${budget.limit} bytes of request bodies; retry shortly`,
-            "body",
-          ),
+        // Past the aggregate bound: like a guard's refusal, its bytes go back at once (the bound
+        // holds) and the rest is read and dropped, so the client reads the 413 at its last byte
+        // instead of a reset from a close under its upload.
+        refused = new HttpError(
+          413,
+          "body_too_large",
+          `the gateway is buffering its maximum of ${budget.limit} bytes of request bodies; retry shortly`,
+          "body",
         );
+        release();
+        return;
       }
       if (guard !== null) {
         try {
