@@ -187,6 +187,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve }),
     defaultMaxTokens: m.default_max_tokens,
     imageTokens: m.image_tokens,
+    ...(m.reasoning_tokens === undefined ? {} : { reasoningTokens: reasoningTokensOf(m.reasoning_tokens) }),
     ...(m.ask_stream_usage ? {} : { askStreamUsage: false as const }),
     ...(m.fallback === undefined ? {} : { fallback: m.fallback }),
     ...(m.upstream_api_key_env === undefined ? {} : { upstreamApiKeyEnv: m.upstream_api_key_env }),
@@ -276,5 +277,12 @@ function accountsOf(
       models: [...a.models],
     };
   }
+  return out;
+}
+
+/** `reasoning_tokens` without the efforts left unset. */
+function reasoningTokensOf(r: NonNullable<RawModel["reasoning_tokens"]>): Readonly<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const [effort, tokens] of Object.entries(r)) if (tokens !== undefined) out[effort] = tokens;
   return out;
 }

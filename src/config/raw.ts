@@ -150,6 +150,12 @@ const pod = section(
   "a pod: { url, max_inflight, gpu_group, metrics_url, redispatch_statuses }",
 );
 
+/** `models[].reasoning_tokens`: the output a request's reasoning effort adds when it names no bound. */
+const reasoningTokens = section(
+  { minimal: optional(int(0)), low: optional(int(0)), medium: optional(int(0)), high: optional(int(0)) },
+  "a mapping of reasoning effort → tokens: { minimal, low, medium, high }",
+);
+
 const model = section(
   {
     name: required(name("a model name")),
@@ -167,6 +173,7 @@ const model = section(
     rpm_reserve: optional(int(0)),
     default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     image_tokens: withDefault(int(0), G.imageTokens),
+    reasoning_tokens: z.preprocess((v) => v ?? undefined, reasoningTokens.optional()),
     // Metered streams ask the pod for their usage (gateway/stream-options.ts); false: never.
     ask_stream_usage: withDefault(bool, true),
     fallback: optional(name("a model name")),

@@ -127,6 +127,12 @@ export interface ModelConfig {
   /** What one image of unknown size reserves on the token budgets; the tile formula is scaled by it. */
   readonly imageTokens: number;
   /**
+   * `reasoning_tokens`: output tokens a request's reasoning effort (`reasoning_effort`, or the
+   * Responses API's `reasoning.effort`) adds to `defaultMaxTokens` when it names no output bound
+   * (seed 004: reasoning is metered as output). Unset: none.
+   */
+  readonly reasoningTokens?: Readonly<Record<string, number>>;
+  /**
    * `false`: a metered stream is forwarded as the client sent it, never asking for its usage
    * (`stream_options`), for servers that refuse that option; absent: it asks.
    */

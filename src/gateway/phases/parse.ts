@@ -61,11 +61,23 @@ function read(ctx: RequestContext, gw: GatewayParts, model: ModelConfig, parsed:
   ctx.tokens = estimateTokens(
     prompt,
     parsed?.maxTokens,
-    model.defaultMaxTokens,
+    model.defaultMaxTokens + reasoningTokens(model, parsed?.reasoningEffort),
     inputOnly(ctx.path),
     parsed?.choices ?? 1,
   );
   return true;
+}
+
+/**
+ * What a request's reasoning effort adds to the output it may take when it names no bound
+ * (`models[].reasoning_tokens`): the effort's own figure, or the largest configured for an effort
+ * the config does not list (an unknown effort must not reserve less). A request that names
+ * `max_completion_tokens` has bounded its reasoning already, and `maxTokens` wins over this.
+ */
+function reasoningTokens(model: ModelConfig, effort: string | undefined): number {
+  const table = model.reasoningTokens;
+  if (effort === undefined || table === undefined) return 0;
+  return table[effort] ?? Math.max(0, ...Object.values(table));
 }
 
 /** A route's JSON body, parsed for its estimate; null (counted by its bytes) when it is not an object. */
@@ -105,6 +117,8 @@ export interface ParsedRequest {
   maxTokens: number | undefined;
   /** `n`: choices asked for, each bounded by `maxTokens`. */
   choices: number;
+  /** `reasoning_effort`, or the Responses API's `reasoning.effort`, when the body names one. */
+  reasoningEffort: string | undefined;
   /** The parsed body, for the prompt's token count (`estimate.ts` `promptTokens`) where one is needed. */
   body: Record<string, unknown>;
 }
@@ -165,7 +179,16 @@ export function parseRequestBody(
   }
   const n = o.n ?? 1;
   if (!wholeNumber(n, 1)) throw new HttpError(400, "bad_request", "`n` must be a whole number ≥ 1", "body.n");
-  return { model: model as string | undefined, stream: o.stream === true, maxTokens, choices: n, body: o };
+  const reasoning = o.reasoning as { effort?: unknown } | null | undefined;
+  const effort = o.reasoning_effort ?? (typeof reasoning === "object" ? reasoning?.effort : undefined);
+  return {
+    model: model as string | undefined,
+    stream: o.stream === true,
+    maxTokens,
+    choices: n,
+    reasoningEffort: typeof effort === "string" ? effort : undefined,
+    body: o,
+  };
 }
 
 function wholeNumber(v: unknown, min: number): v is number {
