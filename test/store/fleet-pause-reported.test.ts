@@ -1,7 +1,7 @@
 /**
  * A replica paused past its lease in front of a pod that reports its own running count (issue 22
  * defect 4, the bound removed): two real `sluice serve` processes on one Redis, one simulated pod
- * of 6 whose `/metrics` says `vllm:num_requests_running`, polled every 100 ms (`metrics_url`,
+ * of 6 whose `/metrics` says `vllm:num_requests_running`, polled every 500 ms (`metrics_url`,
  * `adaptive.metrics_poll_s`). Replica a holds 3 long calls and is SIGSTOPped past its 1 s lease:
  * Redis stops counting them, but they still run at the pod and the pod says so, so b's waiters
  * get a's slots only once the pod's count shows a's calls ending — while a is still stopped, and
@@ -96,7 +96,7 @@ describe("a replica paused past its lease, the pod reporting its running count (
         "    reserve: 0",
         "    queue_limit: 64",
         "    queue_timeout_s: 60",
-        "    adaptive: { metrics_poll_s: 0.1 }",
+        "    adaptive: { metrics_poll_s: 0.5 }",
         `    pods: [ { url: "${sim.url}", max_inflight: ${LIMIT}, metrics_url: "${sim.url}/metrics" } ]`,
         "",
       ].join("\n"),
