@@ -56,6 +56,7 @@ describe("chaos: replicas, Redis and the network fail at random under traffic", 
         schedule: "each-once",
         traffic: { loops: 10, thinkMs: [50, 300], disconnectShare: 0.1, streamShare: 0.3 },
         gapMs: [200, 800],
+        steadyMs: 12_000,
         rssEveryMs: 1000,
         log: (line) => lines.push(line),
       });

@@ -27,6 +27,11 @@ export interface ChaosOptions {
   readonly durationMs?: number;
   /** Quiet time between one fault's window closing and the next fault, ms: [lo, hi). */
   readonly gapMs: readonly [number, number];
+  /**
+   * Traffic with no fault before the first one, ms: outside every fault's window a waiter has no
+   * excuse, so this is where a lost wake-up shows.
+   */
+  readonly steadyMs: number;
   readonly rssEveryMs: number;
   readonly log: (line: string) => void;
 }
@@ -117,7 +122,7 @@ async function injectFaults(
     configFor: (i, variant) => fleet.configFor(i, variant),
   };
   const faults: FaultRecord[] = [];
-  await sleep(rng.between(...options.gapMs) + 1000); // the fleet under load before the first fault
+  await sleep(options.steadyMs);
   const deadline = trafficFrom + (options.durationMs ?? 0);
   const queue: FaultKind[] = options.schedule === "each-once" ? rng.shuffle(FAULT_KINDS) : [];
   const next = () =>

@@ -69,9 +69,9 @@ export function replicaYaml(
     const bound = k.maxInflight === undefined ? "" : `, max_inflight: ${k.maxInflight}`;
     return `    - { id: ${k.id}, sha256: "${sha(k.token)}", max_priority: ${k.maxPriority}${bound} }`;
   });
-  const pods = podUrls.map(
-    (url) => `      - { url: "${url}", max_inflight: ${shape.podLimit}, metrics_url: "${url}/metrics" }`,
-  );
+  // No metrics_url: a poll of the pod's metrics runs a scheduler pass every second, which would
+  // wake a waiter that the fleet's own wake-ups lost, and hide the loss from the verdict.
+  const pods = podUrls.map((url) => `      - { url: "${url}", max_inflight: ${shape.podLimit} }`);
   return [
     `store: ${storeUrl}`,
     "fleet:",

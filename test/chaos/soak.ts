@@ -45,7 +45,8 @@ async function main(): Promise<number> {
     schedule: "random",
     durationMs: minutes * 60_000,
     traffic: { loops, thinkMs: [50, 400], disconnectShare: 0.08, streamShare: 0.3 },
-    gapMs: [500, 2500],
+    gapMs: [1000, 6000],
+    steadyMs: 15_000,
     rssEveryMs: 2000,
     log: (line) => process.stderr.write(`soak: ${line}\n`),
   });

@@ -10,11 +10,12 @@
  * once, often all to one replica, and in some waves with mostly long calls) — the shape that left
  * waiters stuck with room in the fleet (issue 22 §1), besides the steady contention between them.
  */
-import { Agent, request } from "undici";
-import type { CallEnd, Ledger } from "./ledger.js";
+import { Agent } from "undici";
+import { sendCall } from "./client.js";
+import type { Ledger } from "./ledger.js";
 import type { Rng } from "./random.js";
 import type { Replica } from "./replicas.js";
-import { type FleetShape, MODEL, type Priority } from "./shape.js";
+import { type FleetShape, heartbeatMs, type Priority } from "./shape.js";
 
 export interface TrafficOptions {
   /** Clients sending at once. */
@@ -26,9 +27,6 @@ export interface TrafficOptions {
   /** Share of calls answered as an SSE stream. */
   readonly streamShare: number;
 }
-
-/** The longest a client waits for an answer before it gives up (a paused replica never answers). */
-const CLIENT_PATIENCE_MS = 30_000;
 
 export class Traffic {
   #running = false;
@@ -72,7 +70,10 @@ export class Traffic {
     await this.#agent.close();
   }
 
-  /** Flow for 2–6 s, a lull of 0.2–1.5 s (often inside one heartbeat), a burst; until the traffic stops. */
+  /**
+   * Flow for 2–6 s, a lull of 0.2–1.5 s (often inside one heartbeat), a burst; until the traffic
+   * stops. One lull in four is a hand-off instead (below), while every client holds its calls.
+   */
   async #wave(): Promise<void> {
     while (this.#running) {
       await Promise.race([sleep(this.rng.between(2000, 6000)), this.#stopped]);
@@ -81,12 +82,44 @@ export class Traffic {
       this.#lull = new Promise<void>((resolve) => {
         open = resolve;
       });
-      await Promise.race([sleep(this.rng.between(200, 1500)), this.#stopped]);
+      if (this.rng.chance(0.25)) await this.#handoff();
+      else await Promise.race([sleep(this.rng.between(200, 1500)), this.#stopped]);
       this.#focus = this.rng.chance(0.5) ? this.rng.pick(this.replicas) : undefined;
       this.#longWave = this.rng.chance(0.3);
       this.#lull = null;
       open();
     }
+  }
+
+  /**
+   * Issue 22 §1's recipe, with nothing else running: replica A takes three long calls and B three
+   * short ones; B's end while nobody waits (their releases go unannounced), then six arrive at A.
+   * A's mirror may still count B's three: the calls it cannot grant must be granted within a
+   * heartbeat of B's ending (the verdict's stuck-waiter check), with no call of A's own ending to
+   * wake them for seconds.
+   */
+  async #handoff(): Promise<void> {
+    const lane = this.ledger.gauges.get("lane")!;
+    for (let waited = 0; lane.value > 0 && waited < 8000; waited += 50) await sleep(50);
+    const up = this.replicas.filter((r) => r.state === "up");
+    if (lane.value > 0 || up.length < 2) return;
+    const [a, b] = this.rng.shuffle(up) as [Replica, Replica];
+    // Interactive, so the whole lane is theirs (the reserve too), as in the issue's lane of 6.
+    const key = this.shape.keys.find((k) => k.maxInflight === undefined && k.maxPriority === "interactive")!;
+    const send = (replica: Replica, serviceMs: number) =>
+      sendCall(this.#agent, this.ledger, {
+        id: `h-${++this.#seq}`,
+        replica,
+        key,
+        priority: "interactive",
+        serviceMs,
+        stream: false,
+      });
+    // Long enough that no call of A's own ends (and wakes its waiters) within the stuck threshold.
+    const longMs = 2 * heartbeatMs(this.shape) + 2500;
+    const first = [0, 1, 2].map(() => send(a, longMs));
+    await Promise.all([0, 1, 2].map(() => send(b, 300)));
+    await Promise.all([...first, ...[0, 1, 2, 3, 4, 5].map(() => send(a, longMs))]);
   }
 
   async #loop(client: number): Promise<void> {
@@ -121,63 +154,17 @@ export class Traffic {
     const abortAfterMs = rng.chance(this.options.disconnectShare)
       ? rng.between(50, serviceMs + 1000)
       : undefined;
-    const id = `c${client}-${++this.#seq}`;
-    const record = this.ledger.sent({ id, replica: replica.index, priority, key: key.id, stream, serviceMs });
-    const controller = new AbortController();
-    const patience = setTimeout(() => controller.abort("patience"), CLIENT_PATIENCE_MS);
-    const leave =
-      abortAfterMs === undefined ? undefined : setTimeout(() => controller.abort("leave"), abortAfterMs);
-    let end: CallEnd = "ok";
-    let status: string | undefined;
-    try {
-      const res = await request(`${replica.url}/v1/chat/completions`, {
-        method: "POST",
-        dispatcher: this.#agent,
-        signal: controller.signal,
-        headers: {
-          "content-type": "application/json",
-          authorization: `Bearer ${key.token}`,
-          "x-sluice-priority": priority,
-          "x-chaos-call": id,
-          "x-chaos-ms": String(serviceMs),
-          "x-chaos-key": key.id,
-          "x-chaos-stream": stream ? "1" : "0",
-        },
-        body: JSON.stringify({
-          model: MODEL,
-          stream,
-          messages: [{ role: "user", content: `chaos call ${id}` }],
-        }),
-      });
-      const text = await res.body.text();
-      if (res.statusCode !== 200) {
-        end = "refused";
-        status = `${res.statusCode} ${codeOf(text)}`;
-      }
-    } catch (error) {
-      const reason = controller.signal.reason;
-      if (reason === "leave") end = "aborted";
-      else if (reason === "patience") end = "timeout";
-      else {
-        end = "connection";
-        status = (error as { code?: string }).code ?? (error as Error).message;
-      }
-    } finally {
-      clearTimeout(patience);
-      if (leave !== undefined) clearTimeout(leave);
-    }
-    this.ledger.ended(record, end, status);
+    const end = await sendCall(this.#agent, this.ledger, {
+      id: `c${client}-${++this.#seq}`,
+      replica,
+      key,
+      priority,
+      serviceMs,
+      stream,
+      ...(abortAfterMs === undefined ? {} : { abortAfterMs }),
+    });
     return end === "connection";
   }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function codeOf(body: string): string {
-  try {
-    const parsed = JSON.parse(body) as { error?: { code?: string } };
-    return parsed.error?.code ?? "?";
-  } catch {
-    return "?";
-  }
-}
