@@ -11,25 +11,15 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
 import { SLUICE_MAIN, startServe } from "../process-helpers.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+import { chat } from "./two-replicas.js";
 
 const MAIN = SLUICE_MAIN;
 const LIMIT = 4;
 
 const startReplica = (file: string) => startServe(file, "--port", "0");
-
-async function chat(url: string, i: number): Promise<number> {
-  const res = await request(`${url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `call ${i}` }] }),
-  });
-  await res.body.text();
-  return res.statusCode;
-}
 
 describe("fleet mode: two gateway processes on one Redis", { timeout: 60_000 }, () => {
   let dir: string;

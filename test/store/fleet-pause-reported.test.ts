@@ -9,62 +9,30 @@
  * report: 9, the bound `fleet-pause.test.ts` holds for pods without a `metrics_url`).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+import { redisOrSkip } from "./redis-helpers.js";
+import { chat, type TwoReplicas, twoReplicas } from "./two-replicas.js";
 
-const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 const LIMIT = 6;
 /** The sim serves 100 ms plus 10 ms per output token: `max_tokens` sets each call's length. */
 const A_TOKENS = 350; // a's calls: 3.6 s
 const B_TOKENS = 1000; // b's first calls: 10.1 s, so they still hold their slots when a's end
 const QUEUED_TOKENS = 50; // b's queued calls: 0.6 s
 
-async function startReplica(file: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "serve", "--config", file, "--port", "0"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`replica exited (${code}) before listening:\n${stderr}`)));
-  });
-  return { child, url };
-}
-
 /** One call; resolves with its status and when it ended (ms since `start`). */
-async function chat(url: string, i: number, maxTokens: number, start: number): Promise<[number, number]> {
-  const res = await request(`${url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      model: "m",
-      max_tokens: maxTokens,
-      messages: [{ role: "user", content: `call ${i}` }],
-    }),
-  });
-  await res.body.text();
-  return [res.statusCode, performance.now() - start];
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const timedChat = async (
+  url: string,
+  i: number,
+  maxTokens: number,
+  start: number,
+): Promise<[number, number]> => [await chat(url, i, maxTokens), performance.now() - start];
 
 describe("a replica paused past its lease, the pod reporting its running count (two sluice serve, SIGSTOP/SIGCONT)", {
   timeout: 120_000,
 }, () => {
-  let dir: string;
   let sim: SimServer;
-  let a: { child: ChildProcess; url: string } | undefined;
-  let b: { child: ChildProcess; url: string } | undefined;
+  let fleet: TwoReplicas | undefined;
   let skipped = false;
 
   before(async (t) => {
@@ -82,58 +50,34 @@ describe("a replica paused past its lease, the pod reporting its running count (
       tokensPerSecond: 0,
       jitterSigma: 0,
     });
-    dir = await mkdtemp(join(tmpdir(), "sluice-pause-reported-"));
-    const file = join(dir, "sluice.yaml");
-    await writeFile(
-      file,
-      [
-        `store: ${REDIS_URL}`,
-        `fleet: { prefix: "${uniquePrefix()}", lease_ttl_s: 1, expected_replicas: 2 }`,
-        "admission: { max_concurrency: 64 }",
-        "models:",
-        "  - name: m",
-        `    max_concurrent_requests: ${LIMIT}`,
-        "    reserve: 0",
-        "    queue_limit: 64",
-        "    queue_timeout_s: 60",
-        "    adaptive: { metrics_poll_s: 0.5 }",
-        `    pods: [ { url: "${sim.url}", max_inflight: ${LIMIT}, metrics_url: "${sim.url}/metrics" } ]`,
-        "",
-      ].join("\n"),
-    );
-    [a, b] = await Promise.all([startReplica(file), startReplica(file)]);
+    fleet = await twoReplicas(sim, LIMIT, [
+      "adaptive: { metrics_poll_s: 0.5 }",
+      `pods: [ { url: "${sim.url}", max_inflight: ${LIMIT}, metrics_url: "${sim.url}/metrics" } ]`,
+    ]);
   });
 
   after(async () => {
-    a?.child.kill("SIGCONT");
-    for (const r of [a, b]) r?.child.kill("SIGKILL");
+    await fleet?.close();
     await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const running = () => sim.stats().running;
-  async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what} (pod running ${running()})`);
-      await sleep(10);
-    }
-  }
+  const until = (what: string, ok: () => boolean, ms?: number) => fleet!.until(what, ok, ms);
 
   test("the pod never runs more than 6; b's waiters get a's slots as the pod shows a's calls ending", async (t) => {
     if (skipped) return t.skip("no Redis");
     const start = performance.now();
     let i = 0;
-    const aCalls = [0, 1, 2].map(() => chat(a!.url, i++, A_TOKENS, start));
+    const aCalls = [0, 1, 2].map(() => timedChat(fleet!.a.url, i++, A_TOKENS, start));
     await until("a's 3 calls at the pod", () => running() === 3);
-    const bCalls = [0, 1, 2].map(() => chat(b!.url, i++, B_TOKENS, start));
+    const bCalls = [0, 1, 2].map(() => timedChat(fleet!.b.url, i++, B_TOKENS, start));
     await until("the pod full", () => running() === LIMIT);
-    a!.child.kill("SIGSTOP");
+    fleet!.a.child.kill("SIGSTOP");
     // Queued on b: the lane and the pod are full. a's lease (1 s) expires while its calls run.
-    const queued = [0, 1, 2].map(() => chat(b!.url, i++, QUEUED_TOKENS, start));
+    const queued = [0, 1, 2].map(() => timedChat(fleet!.b.url, i++, QUEUED_TOKENS, start));
     const queuedEnds = await Promise.all(queued);
-    const stillStopped = a!.child.signalCode === null; // it was never killed meanwhile
-    a!.child.kill("SIGCONT");
+    const stillStopped = fleet!.a.child.signalCode === null; // it was never killed meanwhile
+    fleet!.a.child.kill("SIGCONT");
     const rest = await Promise.all([...aCalls, ...bCalls]);
     const bEnds = rest.slice(3).map(([, at]) => at);
     const statuses = [...queuedEnds, ...rest].map(([s]) => s);

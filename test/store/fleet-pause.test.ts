@@ -10,53 +10,18 @@
  * at the limit.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
+import { redisOrSkip } from "./redis-helpers.js";
+import { chat, sleep, type TwoReplicas, twoReplicas } from "./two-replicas.js";
 
-const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 const LIMIT = 6;
-
-async function startReplica(file: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "serve", "--config", file, "--port", "0"], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stderr!.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (m) resolve(m[1]!);
-    });
-    child.once("exit", (code) => reject(new Error(`replica exited (${code}) before listening:\n${stderr}`)));
-  });
-  return { child, url };
-}
-
-async function chat(url: string, i: number): Promise<number> {
-  const res = await request(`${url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `call ${i}` }] }),
-  });
-  await res.body.text();
-  return res.statusCode;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("a replica paused past its lease (two sluice serve processes, SIGSTOP/SIGCONT)", {
   timeout: 90_000,
 }, () => {
-  let dir: string;
   let sim: SimServer;
-  let a: { child: ChildProcess; url: string } | undefined;
-  let b: { child: ChildProcess; url: string } | undefined;
+  let fleet: TwoReplicas | undefined;
   let skipped = false;
   /** The pod's running count, sampled every 10 ms, with when (ms since the test's start). */
   const samples: Array<[number, number]> = [];
@@ -70,43 +35,17 @@ describe("a replica paused past its lease (two sluice serve processes, SIGSTOP/S
     }
     redis.disconnect();
     sim = await startSim({ maxNumSeqs: 64, serviceMs: 5000, tokensPerSecond: 0, jitterSigma: 0 });
-    dir = await mkdtemp(join(tmpdir(), "sluice-pause-"));
-    const file = join(dir, "sluice.yaml");
-    await writeFile(
-      file,
-      [
-        `store: ${REDIS_URL}`,
-        `fleet: { prefix: "${uniquePrefix()}", lease_ttl_s: 1, expected_replicas: 2 }`,
-        "admission: { max_concurrency: 64 }",
-        "models:",
-        "  - name: m",
-        `    max_concurrent_requests: ${LIMIT}`,
-        "    reserve: 0",
-        "    queue_limit: 64",
-        "    queue_timeout_s: 60",
-        `    pods: [ { url: "${sim.url}", max_inflight: 32 } ]`,
-        "",
-      ].join("\n"),
-    );
-    [a, b] = await Promise.all([startReplica(file), startReplica(file)]);
+    fleet = await twoReplicas(sim, LIMIT, [`pods: [ { url: "${sim.url}", max_inflight: 32 } ]`]);
   });
 
   after(async () => {
     clearInterval(sampler);
-    a?.child.kill("SIGCONT");
-    for (const r of [a, b]) r?.child.kill("SIGKILL");
+    await fleet?.close();
     await sim?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const running = () => sim.stats().running;
-  async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!ok()) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what} (pod running ${running()})`);
-      await sleep(10);
-    }
-  }
+  const until = (what: string, ok: () => boolean, ms?: number) => fleet!.until(what, ok, ms);
 
   test("over by at most what the paused replica held, and nothing more is granted once it is back", async (t) => {
     if (skipped) return t.skip("no Redis");
@@ -114,20 +53,20 @@ describe("a replica paused past its lease (two sluice serve processes, SIGSTOP/S
     sampler = setInterval(() => samples.push([performance.now() - start, running()]), 10);
     const calls: Promise<number>[] = [];
     let i = 0;
-    for (let k = 0; k < 3; k++) calls.push(chat(a!.url, i++));
+    for (let k = 0; k < 3; k++) calls.push(chat(fleet!.a.url, i++));
     await until("a's 3 calls at the pod", () => running() === 3);
-    for (let k = 0; k < 3; k++) calls.push(chat(b!.url, i++));
+    for (let k = 0; k < 3; k++) calls.push(chat(fleet!.b.url, i++));
     await until("the pod full", () => running() === LIMIT);
-    a!.child.kill("SIGSTOP");
+    fleet!.a.child.kill("SIGSTOP");
     const stopped = performance.now();
-    for (let k = 0; k < 3; k++) calls.push(chat(b!.url, i++)); // queued on b: the lane is full
+    for (let k = 0; k < 3; k++) calls.push(chat(fleet!.b.url, i++)); // queued on b: the lane is full
     // a's lease (1 s) expires; b refills its slots while a's calls still run at the pod.
     await until("b took the paused replica's slots", () => running() === LIMIT + 3, 10_000);
     await sleep(Math.max(0, 2500 - (performance.now() - stopped)));
-    a!.child.kill("SIGCONT");
+    fleet!.a.child.kill("SIGCONT");
     const resumed = performance.now() - start;
     const atResume = running();
-    for (let k = 0; k < 2; k++) calls.push(chat(a!.url, i++), chat(b!.url, i++));
+    for (let k = 0; k < 2; k++) calls.push(chat(fleet!.a.url, i++), chat(fleet!.b.url, i++));
     const statuses = await Promise.all(calls);
     clearInterval(sampler);
     assert.deepEqual(new Set(statuses), new Set([200]), "every call answered");
