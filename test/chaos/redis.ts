@@ -4,57 +4,22 @@
  * flushes it, stalls it and fills its memory; and after the traffic it reads what is still
  * counted under the run's prefix.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { Redis } from "ioredis";
+import { RedisProcess } from "../store/redis-helpers.js";
 
-export class ChaosRedis {
-  #child: ChildProcess | null = null;
-
-  constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+export class ChaosRedis extends RedisProcess {
+  constructor(port: number) {
+    super(port, ["--enable-debug-command", "yes"]);
   }
 
-  get up(): boolean {
-    return this.#child !== null;
-  }
-
-  async start(): Promise<void> {
-    if (this.#child !== null) return;
-    const child = spawn(
-      "redis-server",
-      [
-        "--port",
-        String(this.port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--enable-debug-command",
-        "yes",
-      ],
-      { stdio: "ignore" },
-    );
-    this.#child = child;
-    for (let i = 0; i < 200; i++) {
-      if (await this.#pings()) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`redis-server did not start on port ${this.port}`);
+  /** Starts it unless it runs already. */
+  override async start(): Promise<void> {
+    if (!this.up) await super.start();
   }
 
   /** SIGKILL: an outage, not a shutdown. */
-  async kill(): Promise<void> {
-    const child = this.#child;
-    this.#child = null;
-    if (child === null || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once("exit", () => resolve());
-      child.kill("SIGKILL");
-    });
+  kill(): Promise<void> {
+    return this.stop();
   }
 
   /** Runs `fn` on a fresh connection (a blocked or restarted server never strands a shared one). */
@@ -73,14 +38,6 @@ export class ChaosRedis {
       return await fn(client);
     } finally {
       client.disconnect();
-    }
-  }
-
-  async #pings(): Promise<boolean> {
-    try {
-      return (await this.with((c) => c.ping())) === "PONG";
-    } catch {
-      return false;
     }
   }
 }

@@ -75,7 +75,16 @@ export function freePort(): Promise<number> {
 /** A private redis-server (no persistence) this test may stop and start. */
 export class RedisProcess {
   #child: ReturnType<typeof spawn> | null = null;
-  constructor(readonly port: number) {}
+  constructor(
+    readonly port: number,
+    /** More `redis-server` arguments (the chaos harness allows `DEBUG`). */
+    readonly extraArgs: readonly string[] = [],
+  ) {}
+
+  /** True while a server this object started runs. */
+  get up(): boolean {
+    return this.#child !== null;
+  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
@@ -84,7 +93,17 @@ export class RedisProcess {
   async start(): Promise<void> {
     const child = spawn(
       "redis-server",
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        ...this.extraArgs,
+      ],
       { stdio: "ignore" },
     );
     this.#child = child;
