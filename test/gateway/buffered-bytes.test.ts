@@ -148,14 +148,14 @@ describe("max_buffered_bytes at the process", { timeout: 90_000 }, () => {
       assert.match(r.answer, new RegExp(`buffering its maximum of ${BUFFERED} bytes`));
     }
     // The bodies held (32 MiB), the chunks being dropped and the process's own churn (a loaded
-    // machine's GC runs late: 2x was seen); without the bound it would be sixteen bodies, 128 MiB
+    // machine's GC runs late: 20-71 MiB seen with both cores busy); without the bound it would be sixteen bodies, 128 MiB
     // and more.
     const grown = peak - before;
     t.diagnostic(
       `RSS ${(before / MIB).toFixed(1)} -> ${(peak / MIB).toFixed(1)} MiB with ${accepted.length} bodies held`,
     );
     assert.ok(
-      grown < 2.5 * BUFFERED,
+      grown < 3 * BUFFERED,
       `RSS grew ${(grown / MIB).toFixed(1)} MiB holding ${BUFFERED / MIB} MiB of bodies`,
     );
     assert.equal(
