@@ -22,6 +22,7 @@ import { JsonGuard } from "../json-guard.js";
 export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
   checkDeclaredLength(ctx.req, maxBodyBytes);
+  refuseEncodedBody(ctx, gw);
   const json = isPlainJson(ctx.req);
   if (!mustBuffer(ctx, gw, json)) return true; // streamed through
   if (json) {
@@ -38,12 +39,38 @@ export function isJsonType(contentType: string | undefined): boolean {
 
 /**
  * A JSON body sent as it is: a compressed one (`Content-Encoding: gzip`…) is bytes the scan cannot
- * read (a `[` in them is no bracket), so it is not scanned, nor compared; on a token budget's path
- * it is counted by its size, like any body that is not JSON.
+ * read (a `[` in them is no bracket). One that reaches here streams through unread (a route's, on a
+ * lane without a token budget): every other was refused by {@link refuseEncodedBody}.
  */
 function isPlainJson(req: IncomingMessage): boolean {
   const encoding = req.headers["content-encoding"];
   return isJsonType(req.headers["content-type"]) && (encoding === undefined || encoding === "identity");
+}
+
+/**
+ * A compressed body (`Content-Encoding` other than `identity`) is refused 415 wherever sluice must
+ * read it: for the lane (`body.model`), for a token budget's estimate, or to compare its `model`
+ * with `X-Sluice-Model`. Its bytes cannot be scanned, and counted by their size they under-count
+ * compressed text many times over — a way past a token budget, or past the lane a header names.
+ * A route's body on a lane without a token budget is never read, and still streams through.
+ */
+function refuseEncodedBody(ctx: RequestContext, gw: GatewayParts): void {
+  const encoding = ctx.req.headers["content-encoding"];
+  if (encoding === undefined || encoding.trim().toLowerCase() === "identity") return;
+  const model = ctx.model;
+  if (model !== null && ctx.routed !== undefined && !gw.metered.has(model.name)) return;
+  const why =
+    model === null
+      ? "its model is read from it"
+      : gw.metered.has(model.name)
+        ? `model ${model.name} has a token budget, whose estimate reads it`
+        : "its model must be compared with X-Sluice-Model";
+  throw new HttpError(
+    415,
+    "unsupported_media_type",
+    `a compressed body (Content-Encoding: ${encoding}) cannot be read, and ${why}; send it uncompressed`,
+    "header:content-encoding",
+  );
 }
 
 /** Whether the body must be read before the call waits for its lane (see the module comment). */
