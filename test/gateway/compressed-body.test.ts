@@ -50,7 +50,7 @@ describe("compressed request bodies", SUITE, () => {
     });
 
   test("on a token budget's path: 415 naming Content-Encoding, nothing reaches the provider", async () => {
-    // ~250,000 tokens of prompt in ~1 KB: by its size it would reserve a few hundred.
+    // ~240,000 tokens of prompt in a few KB: by its size it would reserve two thousand at most.
     const body = gzipped("metered", "lorem ipsum ".repeat(80_000));
     assert.ok(body.length < 8 * 1024);
     for (const headers of [{}, { "x-sluice-model": "metered" }] as Record<string, string>[]) {
