@@ -165,4 +165,38 @@ describe("max_buffered_bytes at the process", { timeout: 90_000 }, () => {
     );
     for (const u of uploads) u.socket.destroy();
   });
+
+  test("an upload is charged its declared length from its first byte: four slow uploads of 8 MiB that sent 1 byte fill the bound", async () => {
+    // The gateway holds a declared body in one buffer of its length from the start (read-body.ts),
+    // so the bound must count it from the start: else slow uploads could hold any number of them.
+    const slow: Upload[] = [];
+    for (let i = 0; i < BUFFERED / BODY; i++) {
+      const body = bodyOf(BODY, 100 + i);
+      const socket = connect(port, "127.0.0.1");
+      await new Promise<void>((resolve) => socket.once("connect", resolve));
+      socket.on("error", () => {});
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n{`,
+      );
+      slow.push({ socket, answer: "", closed: false });
+    }
+    await delay(300); // the gateway has read each head and its first byte
+    const small = bodyOf(1024, 200);
+    const refused = await startUpload(port, small);
+    refused.socket.write(small.subarray(1023));
+    await waitFor("the small upload's answer", () => refused.answer.endsWith("}"), 20_000);
+    assert.match(refused.answer, /^HTTP\/1\.1 413/);
+    assert.match(refused.answer, new RegExp(`buffering its maximum of ${BUFFERED} bytes`));
+    refused.socket.destroy();
+    const served = sim.stats().completed;
+    // The slow uploads go away: their charge is given back, and the same small upload passes.
+    for (const u of slow) u.socket.destroy();
+    await delay(300);
+    const passed = await startUpload(port, small);
+    passed.socket.write(small.subarray(1023));
+    await waitFor("the second small upload's answer", () => passed.answer.endsWith("}"), 20_000);
+    assert.match(passed.answer, /^HTTP\/1\.1 200/);
+    passed.socket.destroy();
+    assert.equal(sim.stats().completed, served + 1, "the pod ran only the upload that passed");
+  });
 });
