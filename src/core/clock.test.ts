@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { flush } from "../../test/helpers/index.js";
 import { SHARED_READS, systemClock } from "./clock.js";
 
 /** Spins until `ms` of real time have passed (the turn does not end). */
@@ -38,7 +39,7 @@ test("systemClock reads the clock again after SHARED_READS reads, even inside on
 test("systemClock reads the clock again in the next turn", async () => {
   const first = systemClock.now();
   spin(3);
-  await new Promise((resolve) => setImmediate(resolve));
+  await flush();
   const next = systemClock.now();
   assert.ok(next >= first + 3, `the 3 ms spent in the last turn are seen: ${first} → ${next}`);
 });

@@ -5,11 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { flush } from "../../test/helpers/index.js";
 import { ManualClock } from "../core/clock.js";
 import { ConfigError, QueueFullError } from "../core/errors.js";
 import { Governor } from "./governor.js";
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function make(maxInflight = 2, maxQueued = 1) {
   const clock = new ManualClock(0);

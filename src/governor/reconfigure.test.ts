@@ -5,13 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { flush } from "../../test/helpers/index.js";
 import { ManualClock } from "../core/clock.js";
 import { ConfigError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
 import type { GovernorOptions } from "../core/options.js";
 import { Governor } from "./governor.js";
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 function watch(p: Promise<Lease>): { lease?: Lease; error?: unknown } {
   const w: { lease?: Lease; error?: unknown } = {};

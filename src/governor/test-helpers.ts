@@ -3,7 +3,7 @@ import { ManualClock } from "../core/clock.js";
 import type { GovernorOptions } from "../core/options.js";
 import { Governor } from "./governor.js";
 
-export const flush = () => new Promise((r) => setImmediate(r));
+export { flush } from "../../test/helpers/index.js";
 
 export function make(
   lane: GovernorOptions["lanes"] extends Record<string, infer L> | undefined ? L : never,

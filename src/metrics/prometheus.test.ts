@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Registry } from "prom-client";
+import { flush } from "../../test/helpers/index.js";
 import { ManualClock } from "../core/clock.js";
 import { QueueFullError, QueueTimeoutError } from "../core/errors.js";
 import type { Lease } from "../core/lease.js";
@@ -44,8 +45,6 @@ function value(samples: Sample[], name: string, labels: Record<string, string>):
       keys.every((k) => s.labels[k] === labels[k]),
   )?.value;
 }
-
-const flush = () => new Promise((r) => setImmediate(r));
 
 function setup() {
   const clock = new ManualClock();

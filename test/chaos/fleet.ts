@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../store/redis-helpers.js";
+import { freePort } from "../helpers/index.js";
 import { TcpProxy } from "../store/tcp-proxy.js";
 import type { Ledger } from "./ledger.js";
 import { CountingPod } from "./pods.js";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { LOAD_PROFILES } from "../../src/load/profiles/index.js";
-import { sluice } from "../process-helpers.js";
+import { sluice } from "../helpers/index.js";
 
 /** Phrases of node:util parseArgs' own errors, which a user should never see. */
 const NODE_WORDING = /ambiguous|To specify|Did you forget|Unknown option/;

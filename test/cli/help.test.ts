@@ -10,7 +10,7 @@ import { describe, test } from "node:test";
 import { OPTIONS as SERVE } from "../../src/cli/serve.js";
 import { OPTIONS as SIM } from "../../src/cli/sim.js";
 import { OPTIONS as STATUS } from "../../src/cli/status.js";
-import { sluice } from "../process-helpers.js";
+import { sluice } from "../helpers/index.js";
 
 const VERSION = (JSON.parse(readFileSync("package.json", "utf8")) as { version: string }).version;
 

@@ -14,7 +14,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { freePort, REDIS_URL, redisOrSkip } from "../store/redis-helpers.js";
+import { freePort } from "../helpers/index.js";
+import { REDIS_URL, redisOrSkip } from "../store/redis-helpers.js";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 /** How long the command may take to give up: Redis's connect and the store's start deadline, on a loaded machine. */

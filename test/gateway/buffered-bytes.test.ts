@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { startServe } from "../process-helpers.js";
+import { startServe } from "../helpers/index.js";
 import { delay, waitFor } from "./helpers.js";
 
 const MIB = 1024 * 1024;

@@ -4,50 +4,23 @@
  * headers, one byte at a time), and the "nothing is left" check every test ends with.
  */
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import type { Writable } from "node:stream";
-import { setTimeout as delay } from "node:timers/promises";
 import { type Logger, pino } from "pino";
 import { Agent, type Dispatcher, request } from "undici";
 import { parseConfig } from "../../src/config/schema.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { type SimOptions, type SimServer, startSim } from "../../src/sim/server.js";
+import { chatBody, WAIT_BOUND_MS, waitFor } from "../helpers/index.js";
+
+// The shared helpers every gateway test also uses, so a gateway test needs one import.
+export { chatBody, delay, sha256hex, WAIT_BOUND_MS, waitFor } from "../helpers/index.js";
 
 /**
  * Options for every suite: a bound so a regression that hangs a socket fails the suite instead
  * of stalling the whole run (node's runner has no timeout by default).
  */
 export const SUITE = { timeout: 20_000 } as const;
-
-/**
- * How long a wait may take before it fails: a bound for a hang, generous for a loaded 2-core
- * machine (3 s was not: a full-suite CI-like run saw 30 calls take longer to reach a gateway).
- */
-export const WAIT_BOUND_MS = 10_000;
-
-/** Polls `predicate` until true; fails naming `what` after `timeoutMs` (a bound, not an assertion on time). */
-export async function waitFor(
-  what: string,
-  predicate: () => boolean,
-  timeoutMs = WAIT_BOUND_MS,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(2);
-  }
-}
-
-/** SHA-256 of a bearer token as hex, the form `auth.keys[].sha256` takes. */
-export function sha256hex(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
-}
-
-/** A chat body with one user message. */
-export function chatBody(model: string, content = "hello", extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({ model, messages: [{ role: "user", content }], ...extra });
-}
 
 /** A gateway in front of its sims, and everything needed to stop them. */
 export interface Stack {
@@ -386,5 +359,3 @@ export class LogCapture {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 }
-
-export { delay };

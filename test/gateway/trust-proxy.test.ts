@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parseConfig } from "../../src/config/schema.js";
 import { ProxyTrust } from "../../src/gateway/client-address.js";
-import { freePort, which } from "../process-helpers.js";
+import { freePort, which } from "../helpers/index.js";
 import { call, chatBody, delay, model, type Stack, SUITE, sha256hex, startStack } from "./helpers.js";
 
 const ADMIN_TOKEN = "sk-admin-trust-proxy";

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Lease } from "../../src/core/lease.js";
-import { acquireNow, flush, LANE, pods, rig, watch } from "./helpers.js";
+import { flush } from "../helpers/index.js";
+import { acquireNow, LANE, pods, rig, watch } from "./helpers.js";
 
 /** One pod of ceiling 64 (seed 000), floor 4, a lane wide enough never to be the limit. */
 const seed000 = () => rig({ limit: 256, reserve: 0, pods: pods(1, 64), adaptive: { floor: 4 } });

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { FLOOR_REST_MS } from "../../src/core/pod.js";
-import { acquireNow, flush, LANE, pods, rig, type Watched, watch } from "./helpers.js";
+import { flush } from "../helpers/index.js";
+import { acquireNow, LANE, pods, rig, type Watched, watch } from "./helpers.js";
 
 /** One endpoint, breaker defaults (0.5 s → ×2 → 30 s), no jitter, every signal counts. */
 const oneEndpoint = (extra: Parameters<typeof rig>[0] = {}) =>

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Lease } from "../../src/core/lease.js";
 import type { Priority } from "../../src/core/priority.js";
-import { acquireNow, flush, LANE, pods, prng, rig, runUntil, sleep, type Watched, watch } from "./helpers.js";
+import { flush, prng } from "../helpers/index.js";
+import { acquireNow, LANE, pods, rig, runUntil, sleep, type Watched, watch } from "./helpers.js";
 
 describe("one ceiling per endpoint (seed 001)", () => {
   test("three demand sources hammering one endpoint never exceed its ceiling together", async () => {

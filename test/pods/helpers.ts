@@ -1,15 +1,13 @@
 /**
  * Shared helpers for the pod tests: a Governor on a ManualClock, and ways to drive it without
- * sleeping (grants settle on the microtask queue; `flush` drains it).
+ * sleeping (grants settle on the microtask queue; test/helpers's `flush` drains it).
  */
 import { ManualClock } from "../../src/core/clock.js";
 import type { Lease } from "../../src/core/lease.js";
 import type { LaneOptions, PodOptions } from "../../src/core/options.js";
 import type { PodSnapshot } from "../../src/core/snapshot.js";
 import { Governor } from "../../src/governor/governor.js";
-
-/** Runs every microtask queued so far, and those they queue. */
-export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+import { flush } from "../helpers/index.js";
 
 export const LANE = "ocr";
 
@@ -91,16 +89,4 @@ export async function runUntil(
     clock.advance(stepMs);
     await flush();
   }
-}
-
-/** Seeded PRNG (mulberry32), values in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

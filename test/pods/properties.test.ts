@@ -8,7 +8,8 @@ import fc from "fast-check";
 import type { Lease } from "../../src/core/lease.js";
 import type { FailureInput } from "../../src/core/outcome.js";
 import type { Governor } from "../../src/governor/governor.js";
-import { flush, LANE, rig } from "./helpers.js";
+import { flush } from "../helpers/index.js";
+import { LANE, rig } from "./helpers.js";
 
 type Ending = "success" | "503" | "refused" | "429" | "quota" | "timeout" | "release";
 const ENDINGS: readonly Ending[] = ["success", "503", "refused", "429", "quota", "timeout", "release"];

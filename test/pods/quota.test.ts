@@ -10,7 +10,8 @@ import { ManualClock } from "../../src/core/clock.js";
 import { isQuotaPausedError, QuotaPausedError } from "../../src/core/errors.js";
 import { FLOOR_REST_MS } from "../../src/core/pod.js";
 import { Governor } from "../../src/governor/governor.js";
-import { acquireNow, flush, LANE, pods, rig, watch } from "./helpers.js";
+import { flush } from "../helpers/index.js";
+import { acquireNow, LANE, pods, rig, watch } from "./helpers.js";
 
 describe("quota signals", () => {
   test("a 429 with retryAfterMs pauses the pod until the reset and does not cut its width", async () => {

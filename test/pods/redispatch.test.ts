@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { acquireNow, flush, LANE, pods, rig, watch } from "./helpers.js";
+import { flush } from "../helpers/index.js";
+import { acquireNow, LANE, pods, rig, watch } from "./helpers.js";
 
 /** Grants `n` calls that succeed: each success earns a tenth of a re-dispatch. */
 async function earn(r: ReturnType<typeof rig>, n: number): Promise<void> {

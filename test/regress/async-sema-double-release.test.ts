@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick, track } from "./helpers.js";
+import { flush, track } from "../helpers/index.js";
 
 /** Every ending a caller could call again on a lease that already ended. */
 async function endAgainEveryWay(lease: Lease): Promise<void> {
@@ -35,7 +35,7 @@ describe("regress async-sema: releasing twice", () => {
     await endAgainEveryWay(a);
     const c = track(gov.acquire("L", { key: "k1" }));
     const d = track(gov.acquire("L", { key: "k1" }));
-    await tick();
+    await flush();
     assert.deepEqual([c.settled, d.settled], [true, false], "one slot came back, not more");
     const s = gov.snapshot();
     assert.deepEqual([s.lanes[0]!.inflight, s.lanes[0]!.queued], [2, 1]);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, isQueueTimeoutError, type Priority } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick } from "./helpers.js";
+import { flush } from "../helpers/index.js";
 
 const N = 100_000;
 const CLASSES: readonly Priority[] = ["bulk", "default", "interactive"];
@@ -63,7 +63,7 @@ describe("regress cockatiel: a 100k backlog", () => {
         if (isQueueTimeoutError(e)) timedOut++;
       });
     clock.advance(1000);
-    await tick();
+    await flush();
     assert.equal(timedOut, n);
     held.release();
     assert.deepEqual([gov.snapshot().lanes[0]!.inflight, gov.snapshot().lanes[0]!.queued], [0, 0]);

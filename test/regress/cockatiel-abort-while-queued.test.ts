@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, isQueueFullError, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick, track } from "./helpers.js";
+import { flush, track } from "../helpers/index.js";
 
 function setup() {
   const clock = new ManualClock();
@@ -60,7 +60,7 @@ describe("regress cockatiel: an abort while queued", () => {
     const ac = new AbortController();
     const waiter = track(gov.acquire("L", { signal: ac.signal, key: "k1" }));
     ac.abort(new Error("stop"));
-    await tick();
+    await flush();
     assert.equal(waiter.settled, true);
     held.release();
     // The deadline timer armed for the waiter fires harmlessly and is not re-armed.
@@ -79,7 +79,7 @@ describe("regress cockatiel: an abort while queued", () => {
     held.release();
     const lease = await waiter;
     ac.abort(new Error("too late"));
-    await tick();
+    await flush();
     assert.equal(lane().inflight, 1, "the abort listener was removed at the grant");
     lease.release();
     assert.deepEqual([lane().inflight, lane().queued], [0, 0]);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, type Lease, type Priority } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick, track } from "./helpers.js";
+import { flush, track } from "../helpers/index.js";
 
 const LONG = 3_600_000; // no timeouts, no aging unless a test advances the clock on purpose
 
@@ -27,7 +27,7 @@ function setup(reserve: number, agingMs = LONG) {
   /** Releases the oldest held lease and lets the grant it causes settle. */
   const releaseOne = async () => {
     held.shift()!.release();
-    await tick();
+    await flush();
   };
   return { clock, gov, order, held, enqueue, releaseOne };
 }
@@ -38,7 +38,7 @@ describe("regress p-queue: priority under a real backlog", () => {
     held.push(await gov.acquire("L", { priority: "bulk" }), await gov.acquire("L", { priority: "bulk" }));
     const done = [];
     for (let i = 0; i < 100; i++) done.push(enqueue(`bulk-${i}`, "bulk"));
-    await tick();
+    await flush();
     done.push(enqueue("interactive", "interactive"));
     assert.equal(gov.snapshot().lanes[0]!.queued, 101);
     await releaseOne();
@@ -58,7 +58,7 @@ describe("regress p-queue: priority under a real backlog", () => {
     const { gov, order, held, enqueue, releaseOne } = setup(1);
     held.push(await gov.acquire("L", { priority: "bulk" })); // 1 = limit − reserve: bulk is full
     for (let i = 0; i < 100; i++) void enqueue(`bulk-${i}`, "bulk");
-    await tick();
+    await flush();
     assert.deepEqual(order, [], "the bulk backlog cannot take the reserved slot");
     await enqueue("interactive", "interactive");
     assert.deepEqual(order, ["interactive"]);
@@ -66,7 +66,7 @@ describe("regress p-queue: priority under a real backlog", () => {
     assert.deepEqual([lane.inflight, lane.queued], [2, 100]);
     // Releasing the interactive call gives the reserve back, not to the bulk backlog.
     held.pop()!.release();
-    await tick();
+    await flush();
     assert.deepEqual(order, ["interactive"]);
     await releaseOne();
     assert.deepEqual(order, ["interactive", "bulk-0"]);
@@ -78,7 +78,7 @@ describe("regress p-queue: priority under a real backlog", () => {
     const bulk = track(enqueue("bulk", "bulk"));
     clock.advance(2000); // two aging steps: bulk now ranks as interactive…
     void enqueue("default", "default");
-    await tick();
+    await flush();
     assert.equal(bulk.settled, false, "…but aging does not unlock the reserve (DESIGN §1.1)");
     await releaseOne();
     assert.deepEqual(order, ["bulk"]);
@@ -100,7 +100,7 @@ describe("regress p-queue: priority under a real backlog", () => {
       void enqueue("bulk", "bulk");
       clock.advance(2000); // two aging steps: the bulk call now ranks as interactive
       void enqueue("interactive", "interactive");
-      await tick();
+      await flush();
       // Leases end one by one. Without a reserve both waiters rank interactive and the bulk call arrived
       // first; with one, the freed slot is the reserve, which only an own-class interactive call
       // may take.

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick, track } from "./helpers.js";
+import { flush, track } from "../helpers/index.js";
 
 describe("regress: retry() on a lane without pods", () => {
   test("resolves false and releases the lease, as documented", async () => {
@@ -21,7 +21,7 @@ describe("regress: retry() on a lane without pods", () => {
     const lease = await gov.acquire("L", { key: "k1" });
     assert.equal(await lease.retry({ refused: true }), false);
     const next = track(gov.acquire("L", { key: "k1" }));
-    await tick();
+    await flush();
     const s = gov.snapshot();
     assert.equal(next.settled, true, "the slot came back and the next caller got it");
     assert.deepEqual([s.lanes[0]!.inflight, s.groups[0]!.inflight, s.keys[0]!.inflight], [1, 1, 1]);

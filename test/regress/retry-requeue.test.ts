@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick, track } from "./helpers.js";
+import { flush, track } from "../helpers/index.js";
 
 /** A lane of two one-slot pods with re-dispatch budget to spend (ten successes earn one). */
 async function setup() {
@@ -45,7 +45,7 @@ describe("regress: a re-dispatch that waits again", () => {
     waiter.catch(() => {});
     // p0 refuses; p1 is busy: the call waits again (p0's breaker opened on the refusal).
     const retried = track(l1.retry({ refused: true }));
-    await tick();
+    await flush();
     assert.equal(retried.settled, false);
     const lane = gov.snapshot().lanes[0]!;
     assert.ok(lane.queued <= lane.queue_limit, `${lane.queued} queued > queue limit ${lane.queue_limit}`);
@@ -58,11 +58,11 @@ describe("regress: a re-dispatch that waits again", () => {
     await gov.acquire("P");
     const retried = l1.retry({ refused: true });
     retried.catch(() => {});
-    await tick();
+    await flush();
     assert.equal(gov.snapshot().lanes[0]!.queued, 1);
     const reason = new Error("client went away");
     ac.abort(reason);
-    await tick();
+    await flush();
     assert.equal(gov.snapshot().lanes[0]!.queued, 0, "the abort removed the waiting retry");
     await assert.rejects(retried, (e) => e === reason);
   });
@@ -73,7 +73,7 @@ describe("regress: a re-dispatch that waits again", () => {
     const l2 = await gov.acquire("P");
     const retried = l1.retry({ refused: true }); // p0 refused, p1 busy: waits again
     retried.catch(() => {});
-    await tick();
+    await flush();
     assert.equal(gov.snapshot().lanes[0]!.queued, 1);
     l1.release();
     await assert.rejects(retried, /released while its re-dispatch waited/);

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Governor, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick } from "./helpers.js";
+import { flush } from "../helpers/index.js";
 
 const PAGES = 40;
 const LIMIT = 4;
@@ -67,9 +67,9 @@ describe("regress seed 000: a fresh semaphore per page", () => {
         }
       }
       while (pages.done < PAGES) {
-        await tick();
+        await flush();
         pages.finishRunning();
-        await tick();
+        await flush();
       }
       await Promise.all(held);
       assert.equal(pages.peak, LIMIT, `${pages.peak} pages ran at once against a limit of ${LIMIT}`);

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { main } from "../../src/cli/sim.js";
-import { waitFor } from "./helpers.js";
+import { waitFor } from "../helpers/index.js";
 
 test("--oom-at, --oom-down-ms and --time-scale are applied and shown; the exit prints what the sim saw", async () => {
   const out: string[] = [];

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { main } from "../../src/cli/sim.js";
-import { get, waitFor } from "./helpers.js";
+import { waitFor } from "../helpers/index.js";
+import { get } from "./helpers.js";
 
 function capture() {
   const out: string[] = [];

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { request } from "undici";
 import { startSim } from "../../src/sim/server.js";
-import { chatBody, get, held, post, waitFor } from "./helpers.js";
+import { chatBody, waitFor } from "../helpers/index.js";
+import { get, held, post } from "./helpers.js";
 
 // Requests meant to be observed mid-flight get a service time far beyond the test, and are
 // ended by aborting them: no test sleeps, and every one also checks nothing is left behind.
@@ -13,7 +14,7 @@ describe("sim server: concurrency", () => {
     const sim = await startSim({ maxNumSeqs: 4, serviceMs: 20, jitterSigma: 0 });
     try {
       const answers = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody(`q${i}`))),
+        Array.from({ length: 12 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody("m", `q${i}`))),
       );
       assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
       const s = sim.stats();
@@ -31,7 +32,7 @@ describe("sim server: concurrency", () => {
     try {
       const pending = [1, 2, 3].map(() => held(sim.url, ac.signal));
       await waitFor("2 running, 1 waiting", () => sim.stats().running === 2 && sim.stats().waiting === 1);
-      const res = await post(sim.url, "/v1/chat/completions", chatBody("one too many"));
+      const res = await post(sim.url, "/v1/chat/completions", chatBody("m", "one too many"));
       assert.equal(res.status, 503);
       const body = JSON.parse(res.text);
       assert.equal(body.error.code, "overloaded");
@@ -52,7 +53,7 @@ describe("sim server: concurrency", () => {
     try {
       const pending = held(sim.url, ac.signal);
       await waitFor("1 running", () => sim.stats().running === 1);
-      const res = await post(sim.url, "/v1/chat/completions", chatBody("over"));
+      const res = await post(sim.url, "/v1/chat/completions", chatBody("m", "over"));
       assert.equal(res.status, 429);
       assert.equal(res.headers["retry-after"], "1");
       assert.equal(JSON.parse(res.text).error.code, "rate_limit_exceeded");
@@ -105,7 +106,7 @@ describe("sim server: concurrency", () => {
       assert.equal(sim.stats().aborted, 2);
       // The freed slot is usable: nothing leaked.
       sim.setProfile({ serviceMs: 1 });
-      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("after"))).status, 200);
+      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("m", "after"))).status, 200);
       assert.equal(sim.stats().maxRunningSeen, 1);
     } finally {
       running.abort();
@@ -119,7 +120,7 @@ describe("sim server: concurrency", () => {
     try {
       const res = await request(`${sim.url}/v1/chat/completions`, {
         method: "POST",
-        body: chatBody("slow", { stream: true }),
+        body: chatBody("m", "slow", { stream: true }),
       });
       assert.equal(res.statusCode, 200);
       for await (const _ of res.body) break; // first chunk arrived: now leave
@@ -148,7 +149,7 @@ describe("sim server: concurrency", () => {
       await Promise.all(pending);
       await waitFor("nothing left", () => sim.stats().running + sim.stats().waiting === 0);
       sim.setProfile({ serviceMs: 0 });
-      await Promise.all([1, 2, 3].map(() => post(sim.url, "/v1/chat/completions", chatBody("done"))));
+      await Promise.all([1, 2, 3].map(() => post(sim.url, "/v1/chat/completions", chatBody("m", "done"))));
       const after = (await get(sim.url, "/metrics")).text;
       assert.match(after, /^vllm:num_requests_running\{model_name="qwen"\} 0$/m);
       assert.match(after, /^vllm:kv_cache_usage_perc\{model_name="qwen"\} 0$/m);
@@ -197,7 +198,7 @@ describe("sim server: concurrency", () => {
     const sim = await startSim({ maxNumSeqs: 2, serviceMs: 0 });
     try {
       const answers = await Promise.all(
-        Array.from({ length: 200 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody(`b${i}`))),
+        Array.from({ length: 200 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody("m", `b${i}`))),
       );
       assert.equal(answers.filter((a) => a.status === 200).length, 200);
       const s = sim.stats();
@@ -212,7 +213,7 @@ describe("sim server: concurrency", () => {
   test("close() cuts running and waiting requests and leaves nothing counted", async () => {
     const sim = await startSim({ maxNumSeqs: 1, serviceMs: HOLD_MS });
     const pending = [1, 2].map(() =>
-      post(sim.url, "/v1/chat/completions", chatBody("cut")).catch((e: unknown) => e),
+      post(sim.url, "/v1/chat/completions", chatBody("m", "cut")).catch((e: unknown) => e),
     );
     await waitFor("1 running, 1 waiting", () => sim.stats().running === 1 && sim.stats().waiting === 1);
     await sim.close();

@@ -9,7 +9,8 @@ import { describe, test } from "node:test";
 import { SimMachine } from "../../src/sim/machine.js";
 import { SIM_PROFILES } from "../../src/sim/profiles.js";
 import { startSim } from "../../src/sim/server.js";
-import { chatBody, get, held, post, waitFor } from "./helpers.js";
+import { chatBody, waitFor } from "../helpers/index.js";
+import { get, held, post } from "./helpers.js";
 
 const HOLD_MS = 60_000;
 
@@ -34,7 +35,7 @@ describe("sim: OOM point", () => {
       const pending = [1, 2, 3].map((i) => held(sim.url, ac.signal, `h${i}`));
       await waitFor("3 running", () => sim.stats().running === 3);
       assert.equal(sim.stats().oomEvents, 0, "at the OOM point itself the host holds");
-      const fourth = post(sim.url, "/v1/chat/completions", chatBody("one too many")).catch((e) => e);
+      const fourth = post(sim.url, "/v1/chat/completions", chatBody("m", "one too many")).catch((e) => e);
       await waitFor("the host down", () => sim.stats().down);
       assert.equal(sim.stats().oomEvents, 1);
       assert.ok((await fourth) instanceof Error, "the request that ran the host out of memory is cut too");
@@ -66,12 +67,12 @@ describe("sim: OOM point", () => {
     });
     try {
       const burst = await Promise.allSettled(
-        [1, 2].map((i) => post(sim.url, "/v1/chat/completions", chatBody(`b${i}`))),
+        [1, 2].map((i) => post(sim.url, "/v1/chat/completions", chatBody("m", `b${i}`))),
       );
       assert.ok(burst.every((b) => b.status === "rejected"));
       await waitFor("the host back", () => !sim.stats().down && sim.stats().oomEvents === 1, 5000);
       sim.setProfile({ serviceMs: 5 });
-      const res = await post(sim.url, "/v1/chat/completions", chatBody("after"));
+      const res = await post(sim.url, "/v1/chat/completions", chatBody("m", "after"));
       assert.equal(res.status, 200);
       assert.equal(sim.stats().oomEvents, 1);
       const { text } = await get(sim.url, "/metrics");
@@ -95,7 +96,7 @@ describe("sim: OOM point", () => {
       ];
       await waitFor("3 running on the machine", () => machine.running === 3);
       assert.equal(machine.oomEvents, 0);
-      const more = post(embed.url, "/v1/chat/completions", chatBody("e2")).catch((e) => e);
+      const more = post(embed.url, "/v1/chat/completions", chatBody("m", "e2")).catch((e) => e);
       await waitFor("both down", () => qwen.stats().down && embed.stats().down);
       assert.equal(machine.oomEvents, 1);
       assert.equal(qwen.stats().oomEvents, 1, "each sim reports its machine's OOMs");
@@ -113,7 +114,7 @@ describe("sim: OOM point", () => {
     const sim = await startSim({ maxNumSeqs: 64, serviceMs: 1 });
     try {
       await Promise.all(
-        Array.from({ length: 40 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody(`x${i}`))),
+        Array.from({ length: 40 }, (_, i) => post(sim.url, "/v1/chat/completions", chatBody("m", `x${i}`))),
       );
       assert.deepEqual([sim.stats().oomEvents, sim.stats().down], [0, false]);
     } finally {
@@ -176,9 +177,9 @@ describe("sim: what it saw", () => {
     try {
       const pending = held(sim.url, ac.signal);
       await waitFor("1 running", () => sim.stats().running === 1);
-      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("a"))).status, 429);
+      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("m", "a"))).status, 429);
       sim.setProfile({ overflow: "503" });
-      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("b"))).status, 503);
+      assert.equal((await post(sim.url, "/v1/chat/completions", chatBody("m", "b"))).status, 503);
       const s = sim.stats();
       assert.deepEqual([s.refused, s.throttled, s.overloaded, s.refusedConnections], [2, 1, 1, 0]);
       const { text } = await get(sim.url, "/metrics");

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { DEMO_FLEET, demoFleet, demoFleetUrls, startFleet } from "../../src/sim/fleet.js";
-import { chatBody, get, post } from "./helpers.js";
+import { chatBody } from "../helpers/index.js";
+import { get, post } from "./helpers.js";
 
 describe("sim fleet", () => {
   test("starts the demo fleet on free ports and lists its pod URLs by model", async () => {
@@ -36,7 +37,7 @@ describe("sim fleet", () => {
       },
     });
     try {
-      const body = chatBody("same");
+      const body = chatBody("m", "same");
       const [a, b] = fleet.urls.m!;
       assert.equal(
         (await post(a!, "/v1/chat/completions", body)).text,

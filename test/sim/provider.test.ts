@@ -8,6 +8,7 @@ import { describe, test } from "node:test";
 import { classifyOutcome } from "../../src/core/outcome.js";
 import { resetText, startProvider } from "../../src/sim/provider.js";
 import { ManualClock } from "../../src/testing.js";
+import { flush } from "../helpers/index.js";
 
 const chat = (content: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ model: "gpt-sim", messages: [{ role: "user", content }], ...extra });
@@ -72,7 +73,7 @@ describe("provider simulator: an account's limits", () => {
     const p = await startProvider({ maxInflight: 1, serviceMs: 60_000 });
     try {
       const slow = post(p.url, chat("a")).catch(() => undefined); // cut by close()
-      while (p.stats().served === 0) await new Promise((r) => setImmediate(r));
+      while (p.stats().served === 0) await flush();
       const no = await post(p.url, chat("b"));
       assert.equal(no.status, 429);
       assert.equal(no.headers.get("retry-after"), "1");

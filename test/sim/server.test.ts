@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { simEmbedding, simText } from "../../src/sim/openai.js";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { chatBody, get, post } from "./helpers.js";
+import { chatBody } from "../helpers/index.js";
+import { get, post } from "./helpers.js";
 
 describe("sim server: OpenAI endpoints", () => {
   let sim: SimServer;
@@ -12,7 +13,7 @@ describe("sim server: OpenAI endpoints", () => {
   after(() => sim.close());
 
   test("answers a chat completion in OpenAI's shape with the request's model and usage", async () => {
-    const res = await post(sim.url, "/v1/chat/completions", chatBody("abcdefghi", { model: "qwen" }));
+    const res = await post(sim.url, "/v1/chat/completions", chatBody("qwen", "abcdefghi"));
     assert.equal(res.status, 200);
     assert.equal(res.headers["content-type"], "application/json");
     const body = JSON.parse(res.text);
@@ -42,7 +43,7 @@ describe("sim server: OpenAI endpoints", () => {
   });
 
   test("honours max_completion_tokens like max_tokens", async () => {
-    const res = await post(sim.url, "/v1/chat/completions", chatBody("x", { max_completion_tokens: 2 }));
+    const res = await post(sim.url, "/v1/chat/completions", chatBody("m", "x", { max_completion_tokens: 2 }));
     assert.equal(JSON.parse(res.text).usage.completion_tokens, 2);
   });
 
@@ -87,10 +88,10 @@ describe("sim server: OpenAI endpoints", () => {
 
   test("records the Authorization headers it receives, for credential tests", async () => {
     sim.resetStats();
-    await post(sim.url, "/v1/chat/completions", chatBody("a"), {
+    await post(sim.url, "/v1/chat/completions", chatBody("m", "a"), {
       headers: { authorization: "Bearer upstream" },
     });
-    await post(sim.url, "/v1/chat/completions", chatBody("b"));
+    await post(sim.url, "/v1/chat/completions", chatBody("m", "b"));
     const s = sim.stats();
     assert.deepEqual(s.authHeadersSeen, ["Bearer upstream"]);
     assert.equal(s.received, 2);
@@ -103,13 +104,17 @@ describe("sim server: deterministic content", () => {
     const a = await startSim({ serviceMs: 1, seed: 7 });
     const b = await startSim({ serviceMs: 1, seed: 7 });
     try {
-      const body = chatBody("same prompt", { max_tokens: 8 });
+      const body = chatBody("m", "same prompt", { max_tokens: 8 });
       const fromA = await post(a.url, "/v1/chat/completions", body);
       const fromB = await post(b.url, "/v1/chat/completions", body);
       const again = await post(a.url, "/v1/chat/completions", body);
       assert.equal(fromA.text, fromB.text);
       assert.equal(fromA.text, again.text);
-      const other = await post(a.url, "/v1/chat/completions", chatBody("another prompt", { max_tokens: 8 }));
+      const other = await post(
+        a.url,
+        "/v1/chat/completions",
+        chatBody("m", "another prompt", { max_tokens: 8 }),
+      );
       assert.notEqual(
         JSON.parse(other.text).choices[0].message.content,
         JSON.parse(fromA.text).choices[0].message.content,

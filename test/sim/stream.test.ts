@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { simText } from "../../src/sim/openai.js";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { chatBody, post, sseData } from "./helpers.js";
+import { chatBody, sseData } from "../helpers/index.js";
+import { post } from "./helpers.js";
 
 describe("sim server: streaming", () => {
   let sim: SimServer;
@@ -16,7 +17,7 @@ describe("sim server: streaming", () => {
     const res = await post(
       sim.url,
       "/v1/chat/completions",
-      chatBody("stream me", { stream: true, max_tokens: 4 }),
+      chatBody("m", "stream me", { stream: true, max_tokens: 4 }),
     );
     assert.equal(res.status, 200);
     assert.equal(res.headers["content-type"], "text/event-stream");
@@ -43,7 +44,7 @@ describe("sim server: streaming", () => {
   });
 
   test("adds usage: null to every other chunk when stream_options.include_usage is set", async () => {
-    const body = chatBody("x", { stream: true, max_tokens: 2, stream_options: { include_usage: true } });
+    const body = chatBody("m", "x", { stream: true, max_tokens: 2, stream_options: { include_usage: true } });
     const chunks = sseData((await post(sim.url, "/v1/chat/completions", body)).text)
       .slice(0, -1)
       .map((e) => JSON.parse(e));
@@ -73,7 +74,7 @@ describe("sim server: streaming", () => {
   test("writes the whole stream at once with tokensPerSecond 0 and serviceMs 0", async () => {
     const fast = await startSim({ serviceMs: 0, tokensPerSecond: 0 });
     try {
-      const res = await post(fast.url, "/v1/chat/completions", chatBody("now", { stream: true }));
+      const res = await post(fast.url, "/v1/chat/completions", chatBody("m", "now", { stream: true }));
       const events = sseData(res.text);
       assert.equal(events.length, 1 + 16 + 1 + 1 + 1);
       assert.equal(events.at(-1), "[DONE]");

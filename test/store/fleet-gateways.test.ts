@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type SimServer, startSim } from "../../src/sim/server.js";
-import { SLUICE_MAIN, startServe } from "../process-helpers.js";
+import { SLUICE_MAIN, startServe } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 import { chat } from "./two-replicas.js";
 

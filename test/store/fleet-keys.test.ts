@@ -16,6 +16,7 @@ import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
 import { RedisStore } from "../../src/store/redis.js";
+import { flush } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];
@@ -63,7 +64,7 @@ const settle = (p: Promise<Lease>): Promise<Settled> =>
 
 /** Until the turn's scripts (releases, arrivals) have reached Redis and been answered. */
 const drained = async (stores: readonly RedisStore[]) => {
-  await new Promise((r) => setImmediate(r));
+  await flush();
   await Promise.all(stores.map((s) => s.heartbeat()));
 };
 

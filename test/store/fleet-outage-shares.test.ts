@@ -14,8 +14,9 @@ import { after, describe, test } from "node:test";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
 import { RedisStore } from "../../src/store/redis.js";
+import { freePort } from "../helpers/index.js";
 import { skipWithoutRedisServer } from "./outage-helpers.js";
-import { freePort, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+import { RedisProcess, uniquePrefix } from "./redis-helpers.js";
 
 const servers: RedisProcess[] = [];
 const stores: RedisStore[] = [];

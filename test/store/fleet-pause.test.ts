@@ -12,8 +12,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type SimServer, startSim } from "../../src/sim/server.js";
+import { delay } from "../helpers/index.js";
 import { redisOrSkip } from "./redis-helpers.js";
-import { chat, sleep, type TwoReplicas, twoReplicas } from "./two-replicas.js";
+import { chat, type TwoReplicas, twoReplicas } from "./two-replicas.js";
 
 const LIMIT = 6;
 
@@ -62,7 +63,7 @@ describe("a replica paused past its lease (two sluice serve processes, SIGSTOP/S
     for (let k = 0; k < 3; k++) calls.push(chat(fleet!.b.url, i++)); // queued on b: the lane is full
     // a's lease (1 s) expires; b refills its slots while a's calls still run at the pod.
     await until("b took the paused replica's slots", () => running() === LIMIT + 3, 10_000);
-    await sleep(Math.max(0, 2500 - (performance.now() - stopped)));
+    await delay(Math.max(0, 2500 - (performance.now() - stopped)));
     fleet!.a.child.kill("SIGCONT");
     const resumed = performance.now() - start;
     const atResume = running();

@@ -5,7 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
-import { freePort, hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
+import { freePort } from "../helpers/index.js";
+import { hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
 import { TcpProxy } from "./tcp-proxy.js";
 
 /** The stores and servers a file started: `close()` them in its `after`. */

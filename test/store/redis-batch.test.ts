@@ -9,6 +9,7 @@ import { after, type TestContext, test } from "node:test";
 import type { Redis } from "ioredis";
 import { turnPipelined } from "../../src/store/redis-batch.js";
 import { fleetConnections } from "../../src/store/redis-connection.js";
+import { flush } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip } from "./redis-helpers.js";
 
 const opened: Redis[] = [];
@@ -69,7 +70,7 @@ test("scripts asked in two turns leave in two writes (the count can tell)", asyn
   const { batched, writes } = s;
   const before = writes();
   const first = batched.eval(ECHO, 0, "1");
-  await new Promise((resolve) => setImmediate(resolve)); // the first turn's write has left
+  await flush(); // the first turn's write has left
   const second = batched.eval(ECHO, 0, "2");
   assert.deepEqual(await Promise.all([first, second]), ["1", "2"]);
   assert.equal(writes() - before, 2);
@@ -109,7 +110,7 @@ test("beforeSend's scripts join the turn's write, after the ones asked in it", a
   await Promise.all(
     ["first", "second"].map((v) => batched.eval(ECHO, 0, v).then((a) => order.push(a as string))),
   );
-  await new Promise((resolve) => setImmediate(resolve));
+  await flush();
   assert.deepEqual(order, ["first", "second", "last"]);
   assert.equal(writes() - before, 1);
 });

@@ -6,7 +6,6 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:net";
 import type { TestContext } from "node:test";
 import { Redis } from "ioredis";
 
@@ -58,18 +57,6 @@ export const uniquePrefix = (): string => `sluice-test:${randomUUID()}`;
 /** Whether a `redis-server` binary is on the PATH. */
 export function hasRedisServer(): boolean {
   return spawnSync("redis-server", ["--version"]).status === 0;
-}
-
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
 }
 
 /** A private redis-server (no persistence) this test may stop and start. */

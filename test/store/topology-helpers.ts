@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { freePort } from "./redis-helpers.js";
+import { freePort } from "../helpers/index.js";
 
 /** Why these tests cannot run here, or null when `redis-server` and `redis-cli` both exist. */
 export function missingBinaries(): string | null {

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import type { SimServer } from "../../src/sim/server.js";
-import { startServe } from "../process-helpers.js";
+import { chatBody, startServe, waitFor } from "../helpers/index.js";
 import { REDIS_URL, uniquePrefix } from "./redis-helpers.js";
 
 export interface Replica {
@@ -21,7 +21,7 @@ export interface Replica {
 export interface TwoReplicas {
   a: Replica;
   b: Replica;
-  /** Waits until `ok()`, polling every 10 ms; fails naming `what` and the pod's running count. */
+  /** Waits until `ok()` (test/helpers's `waitFor`); fails naming `what` and the pod's running count. */
   until(what: string, ok: () => boolean, ms?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -52,11 +52,9 @@ export async function twoReplicas(sim: SimServer, limit: number, modelLines: str
     a,
     b,
     async until(what, ok, ms = 20_000) {
-      const end = Date.now() + ms;
-      while (!ok()) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what} (pod running ${running()})`);
-        await sleep(10);
-      }
+      await waitFor(what, ok, ms).catch((e: Error) => {
+        throw new Error(`${e.message} (pod running ${running()})`);
+      });
     },
     async close() {
       a.child.kill("SIGCONT");
@@ -71,14 +69,8 @@ export async function chat(url: string, i: number, maxTokens?: number): Promise<
   const res = await request(`${url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      model: "m",
-      ...(maxTokens === undefined ? {} : { max_tokens: maxTokens }),
-      messages: [{ role: "user", content: `call ${i}` }],
-    }),
+    body: chatBody("m", `call ${i}`, maxTokens === undefined ? {} : { max_tokens: maxTokens }),
   });
   await res.body.text();
   return res.statusCode;
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -4,12 +4,11 @@
  * started and its URL read from its banner, a free loopback port, and a binary on the PATH.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:net";
 import { promisify } from "node:util";
 
-export { freePort } from "./store/redis-helpers.js";
-
 /** The CLI's entry point, run through tsx so a test needs no build. */
-export const SLUICE_MAIN = new URL("../src/cli/main.ts", import.meta.url).pathname;
+export const SLUICE_MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
 const run = promisify(execFile);
 
@@ -65,4 +64,16 @@ export function which(cmd: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A loopback port free at the time of asking (for a program that must be told its port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
 }
