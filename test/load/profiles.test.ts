@@ -257,7 +257,7 @@ describe("sluice load profiles, short runs", { timeout: 120_000 }, () => {
     // of the burst is served or refused by sluice, for room or for time; at least one for room (the
     // queue is bounded); and none for room while 32 + 128 were not taken — at most 40, plus one per
     // thread client (20) whose last call a slow machine still ran when the burst came. The exact
-    // split of a gateway's bound and queue is asserted against a gated pod (test/client/bursts.test.ts).
+    // split of a gateway's bound and queue is asserted against a gated pod (test/client/client-bursts.test.ts).
     const served = g["burst-buffered"]!.completed + g["burst-streaming"]!.completed;
     const { queue_full: full = 0, queue_timeout: late = 0, ...other } = sluice.refused;
     assert.deepEqual(other, {}, "no burst call refused for another reason");

@@ -4,13 +4,13 @@ import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
 import { request } from "undici";
-import { waitFor } from "../../test/gateway/helpers.js";
-import { REDIS_URL, redisOrSkip, uniquePrefix } from "../../test/store/redis-helpers.js";
-import { parseConfig } from "../config/schema.js";
-import type { Snapshot } from "../core/snapshot.js";
-import { Gateway } from "../gateway/gateway.js";
-import { startSim } from "../sim/server.js";
-import { duration, formatStatus, main } from "./status.js";
+import { duration, formatStatus, main } from "../../src/cli/status.js";
+import { parseConfig } from "../../src/config/schema.js";
+import type { Snapshot } from "../../src/core/snapshot.js";
+import { Gateway } from "../../src/gateway/gateway.js";
+import { startSim } from "../../src/sim/server.js";
+import { waitFor } from "../helpers/index.js";
+import { REDIS_URL, redisOrSkip, uniquePrefix } from "../store/redis-helpers.js";
 
 const SNAPSHOT: Snapshot = {
   enabled: true,
