@@ -88,6 +88,18 @@ describe("RateBudget: a token bucket of one minute's worth", () => {
     assert.equal(c.levelAt(MIN / 2), 3000);
   });
 
+  test("on a busy bucket a refund returns the whole over-estimate, however long the call was held (the drawn bound)", () => {
+    const b = new RateBudget("chat", "tokens", 60_000, 0);
+    b.take(50_000, 0);
+    b.take(10_000, 5_000);
+    // Held 10 s: the refill has paid back 10 000 tokens, more than the 4 000 unused — the refill
+    // bound alone refunds nothing. Nothing else was drawn since: a bucket full after the grant
+    // would hold 60 000 − 10 000 + the refill, so all 4 000 come back.
+    const level = b.levelAt(15_000);
+    b.reconcile(10_000, 6_000, 15_000, 5_000);
+    assert.equal(b.levelAt(15_000), level + 4_000);
+  });
+
   test("a refund never lifts the level above capacity", () => {
     const b = new RateBudget("chat", "tokens", 6000, 0);
     b.take(1000, 0);

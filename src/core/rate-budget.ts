@@ -9,10 +9,18 @@
  * level tracks real consumption within one request's estimate. Debt is carried (the level may go
  * below zero, and then nothing fits until the refill has paid it), never forgiven.
  *
- * A refund is bounded by what of the reservation the refill has not yet paid back: a reservation
- * held for a minute has been refilled already, and refunding it in full then would let the next
- * minute's calls spend it twice (test/property/rate.test.ts checks that a provider charging real
- * usage at the grant never sees the bucket overdrawn).
+ * A refund must never let the bucket hold more than the provider's own bucket (charged each call's
+ * real usage when it arrived) would: a refund corrects a charge made at the grant, and that
+ * correction in the past lifts the level now in full only if the bucket never reached capacity
+ * since (the refill stops there). Two bounds say how far it may lift the level, and the larger one
+ * applies: the refill bound — no more than the refill has not yet paid back of the reservation (a
+ * reservation held for a minute has been refilled already) — and the drawn bound (`drawn-log.ts`)
+ * — up to the level of a bucket found full just after the grant and charged with every draw
+ * since. While the account is busy the
+ * second returns the whole over-estimate, so the tokens it held are used (issue 24: 85–90 % of the
+ * account with the refill bound alone). test/property/rate.test.ts and
+ * test/property/rate-refund.test.ts check that a provider charging real usage at the grant never
+ * sees the bucket overdrawn.
  *
  * The interactive reserve (DESIGN §1.1, as a lane's `reserve` slots): the last `reserve` tokens
  * (or requests) of the bucket go only to calls whose own class is interactive. A call of another
@@ -25,6 +33,7 @@
  * the level at time t is `min(perMinute, level + (t − updatedAt) × perMinute / 60 000)`.
  */
 import type { Budget, BudgetState } from "./budget.js";
+import { DrawnLog } from "./drawn-log.js";
 import { MinuteCounter } from "./minute-counter.js";
 import { BULK, INTERACTIVE, type Rank } from "./priority.js";
 
@@ -53,6 +62,8 @@ export class RateBudget implements Budget {
   #updatedAt: number;
   /** What was charged in the last minute, net of refunds (snapshots and metrics; not shared state). */
   readonly used = new MinuteCounter();
+  /** What was drawn, sampled per second: the drawn bound of a refund (`drawn-log.ts`). */
+  readonly drawn = new DrawnLog();
 
   constructor(
     readonly name: string,
@@ -117,6 +128,7 @@ export class RateBudget implements Budget {
     const amount = this.amount(cost);
     this.#set(this.levelAt(nowMs) - amount, nowMs);
     this.used.add(amount, nowMs);
+    this.drawn.draw(amount, nowMs);
   }
 
   /** Nothing: a reservation is settled by {@link reconcile}, never by giving a slot back. */
@@ -126,18 +138,27 @@ export class RateBudget implements Budget {
    * Settles a reservation of `reserved` (the estimate taken at `grantedAtMs`) with what the call
    * used: `null` when it never reached the provider (all of it is unused, a request too), else
    * the tokens it really used (a request bucket keeps its one request). Unused tokens are
-   * refunded, but never more than the refill has not yet paid back of the reservation and never
-   * above capacity; tokens used beyond the estimate are charged (debt is carried).
+   * refunded as far as the larger of the refill bound and the drawn bound allows (top of this
+   * file), never above capacity; tokens used beyond the estimate are charged (debt is carried).
    */
   reconcile(reserved: number, used: number | null, nowMs: number, grantedAtMs: number): void {
     const delta = this.settlement(reserved, used, nowMs, grantedAtMs);
-    if (delta === 0) return;
+    const unused = this.unused(reserved, used);
+    if (delta === 0 && unused === 0) return;
     const level = this.levelAt(nowMs);
-    // A refund never lifts the level above capacity; a charge may take it below zero (debt).
-    const applied = delta > 0 ? Math.min(delta, this.perMinute - level) : delta;
-    if (applied <= 0 && delta > 0) return;
-    this.#set(level + applied, nowMs);
-    this.used.add(-applied, nowMs);
+    const ceiling = this.drawn.ceiling(grantedAtMs, nowMs, this.perMinute);
+    const next = settledLevel(level, delta, unused, ceiling, this.perMinute);
+    if (delta < 0) this.drawn.draw(-delta, nowMs);
+    if (next === level) return;
+    this.#set(next, nowMs);
+    this.used.add(level - next, nowMs);
+  }
+
+  /** What of the reservation a settlement finds unused (0 when the call used it all or more). */
+  unused(reserved: number, used: number | null): number {
+    const amount = this.amount(reserved);
+    const spent = used === null ? 0 : this.unit === "tokens" ? used : amount;
+    return Math.max(0, amount - spent);
   }
 
   /**
@@ -220,4 +241,23 @@ export class RateBudget implements Budget {
     b.#level = state.level;
     return b;
   }
+}
+
+/**
+ * The level after a settlement (`settle.lua` computes the same for the fleet's copy): a charge
+ * (`delta` < 0) lowers it, debt carried; a refund lifts it by `delta` (the refill bound) up to
+ * `cap`, or, when the drawn bound is known (`ceiling`, `DrawnLog.ceiling`), by up to all of
+ * `unused` as far as `ceiling` — whichever is higher, and never lower than it was.
+ */
+export function settledLevel(
+  level: number,
+  delta: number,
+  unused: number,
+  ceiling: number | undefined,
+  cap: number,
+): number {
+  if (delta < 0) return level + delta;
+  let next = Math.max(level, Math.min(level + delta, cap));
+  if (ceiling !== undefined && unused > delta) next = Math.max(next, Math.min(level + unused, ceiling, cap));
+  return next;
 }

@@ -39,7 +39,15 @@ export interface MeteredPart {
 export interface Settlement {
   keys: string[];
   buckets: RateBudget[];
+  /** The refill bound's change: a charge (< 0), or the refund the refill has not paid back. */
   deltas: number[];
+  /**
+   * What of each reservation went unused, refunded as far as the drawn bound allows
+   * (`drawn-log.ts`); 0 for a charge, and the delta itself when only the refill bound may apply.
+   */
+  unused: number[];
+  /** Ms from each grant to its settlement, on this process's clock (the script maps it to Redis's). */
+  lags: number[];
   /** Its id once sent: a copy re-sent with the same id is applied once (`settle.lua`). */
   id?: string;
 }
@@ -186,14 +194,17 @@ export class FleetRates {
     nowMs: number,
     grantedAtMs: number,
   ): Settlement | null {
-    const out: Settlement = { keys: [], buckets: [], deltas: [] };
+    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [] };
     this.#each(path, 0, (key, bucket) => {
       const delta = bucket.settlement(reserved, used, nowMs, grantedAtMs);
+      const unused = bucket.unused(reserved, used);
       bucket.reconcile(reserved, used, nowMs, grantedAtMs);
-      if (delta === 0) return;
+      if (delta === 0 && unused === 0) return;
       out.keys.push(key);
       out.buckets.push(bucket);
       out.deltas.push(delta);
+      out.unused.push(unused);
+      out.lags.push(Math.max(0, nowMs - grantedAtMs));
     });
     return out.keys.length === 0 ? null : out;
   }
@@ -202,7 +213,8 @@ export class FleetRates {
    * Applies `s` to the fleet's buckets in one script, fire-and-forget, and follows the levels it
    * answers. While Redis is out of reach it is owed instead. One that fails on the way may have
    * run (its answer lost): it is kept with its id and re-sent as it was once Redis answers
-   * (`leaveOutage`), and Redis applies each id once.
+   * (`leaveOutage`), and Redis applies each id once — with the refill bound only: its lag was
+   * measured when it was first sent, and a late copy would read the drawn bound at the wrong time.
    */
   send(s: Settlement, link: FleetLink): void {
     if (!link.connected()) {
@@ -210,12 +222,16 @@ export class FleetRates {
       return;
     }
     const id = s.id ?? `${this.#run}:${++this.#sent}`;
-    const args = [id, SETTLED_KEPT_MS, ...s.buckets.flatMap((b, i) => [this.#capacity(b), s.deltas[i]!])];
+    const args = [
+      id,
+      SETTLED_KEPT_MS,
+      ...s.buckets.flatMap((b, i) => [this.#capacity(b), s.deltas[i]!, s.unused[i]!, s.lags[i]!]),
+    ];
     runScript(link.client, "settle", [`${this.tag}:settled:${link.replica}`, ...s.keys], args).then(
       (levels) => this.#sync(s.buckets, levels as unknown[], 0, link.now()),
       () => {
         link.failed();
-        this.#uncertain.push({ ...s, id });
+        this.#uncertain.push({ ...s, id, unused: s.deltas.map((d) => Math.max(0, d)) });
       },
     );
   }
@@ -258,7 +274,7 @@ export class FleetRates {
   leaveOutage(nowMs: number): Settlement[] {
     for (const [bucket, full] of this.#fullCapacity) bucket.reconfigure(full.perMinute, nowMs, full.reserve);
     this.#fullCapacity.clear();
-    const out: Settlement = { keys: [], buckets: [], deltas: [] };
+    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [] };
     const keyOf = new Map<RateBudget, string>();
     for (const bucket of this.#buckets((key, b) => keyOf.set(b, key))) {
       const owed = this.#owed.get(bucket) ?? 0;
@@ -266,6 +282,8 @@ export class FleetRates {
       out.keys.push(keyOf.get(bucket)!);
       out.buckets.push(bucket);
       out.deltas.push(-owed);
+      out.unused.push(Math.max(0, -owed));
+      out.lags.push(0);
     }
     this.#owed.clear();
     // The ones that may have run first, each under its own id; then what surely did not.

@@ -67,6 +67,65 @@ local function bucket_store(key, level, cap, now)
   redis.call('PEXPIRE', key, full_in)
 end
 
+-- What a bucket has drawn (src/core/drawn-log.ts, the same rule): field `d` of its hash, the
+-- running total of takes and charges (never lowered by a refund), and `x<slot>` = "second total"
+-- written before each second's first draw, for the last 300 seconds (slot = second mod 300). They
+-- expire with the hash, which happens only once the bucket is full again: a refund of a call
+-- granted before then is bounded by the draws after it (a full bucket's correction is moot).
+local DRAWN_SECONDS = 300
+local GRANT_SKEW_MS = 2000
+local function drawn_slot(second)
+  return 'x' .. (second % DRAWN_SECONDS)
+end
+
+local function bucket_draw(key, amount, now)
+  if amount <= 0 then return end
+  local second = math.floor(now / 1000)
+  local slot = drawn_slot(second)
+  local h = redis.call('HMGET', key, 'd', slot)
+  local total = tonumber(h[1]) or 0
+  local sampled = h[2] and tonumber(string.match(h[2], '^(%-?%d+)'))
+  if sampled ~= second then redis.call('HSET', key, slot, second .. ' ' .. tostring(total)) end
+  redis.call('HSET', key, 'd', tostring(total + amount))
+end
+
+-- The ceiling a refund of a call granted at `granted` (Redis ms) may lift the level to now
+-- (DrawnLog.ceiling): for each second with draws from GRANT_SKEW_MS before the grant on, cap +
+-- the refill after that second - what was drawn from its start; the lowest of them, cap when there
+-- is none. nil when the grant is older than the samples kept.
+local function drawn_ceiling(key, granted, now, cap)
+  local first = math.floor((granted - GRANT_SKEW_MS) / 1000)
+  local last = math.floor(now / 1000)
+  if last - first >= DRAWN_SECONDS then return nil end
+  local fields = { 'd' }
+  for s = first, last do fields[#fields + 1] = drawn_slot(s) end
+  local h = redis.call('HMGET', key, unpack(fields))
+  local total = tonumber(h[1]) or 0
+  local low = cap
+  for s = first, last do
+    local v = h[s - first + 2]
+    if v then
+      local second, before = string.match(v, '^(%-?%d+) (.+)$')
+      if tonumber(second) == s then
+        local refill = math.max(0, now - (s + 1) * 1000) * cap / MINUTE_MS
+        local bound = cap + refill - (total - tonumber(before))
+        if bound < low then low = bound end
+      end
+    end
+  end
+  return low
+end
+
+-- The level after a settlement (rate-budget.ts settledLevel): a charge lowers it (debt carried);
+-- a refund lifts it by `delta` (the refill bound) up to `cap`, or by up to all of `unused` as far
+-- as `ceiling` when the drawn bound is known, whichever is higher, never lower than it was.
+local function settled_level(level, delta, unused, ceiling, cap)
+  if delta < 0 then return level + delta end
+  local nxt = math.max(level, math.min(level + delta, cap))
+  if ceiling ~= nil and unused > delta then nxt = math.max(nxt, math.min(level + unused, ceiling, cap)) end
+  return nxt
+end
+
 -- Waiters the other live replicas advertise on a lane budget ({P}:w:<budget> hash: replica id ->
 -- "interactive default bulk" counts, effective classes), summed per class: { interactive,
 -- default, bulk }; and, per class, how many of those replicas have a waiter of that class or a

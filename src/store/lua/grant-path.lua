@@ -72,8 +72,10 @@ if full == 0 then
   end
   for j = 1, b do
     local cap = tonumber(ARGV[c + 3 * j + 1])
-    levels[j] = levels[j] - tonumber(ARGV[c + 3 * j + 2])
+    local amount = tonumber(ARGV[c + 3 * j + 2])
+    levels[j] = levels[j] - amount
     bucket_store(KEYS[c + j + 1], levels[j], cap, now)
+    bucket_draw(KEYS[c + j + 1], amount, now)
   end
 else
   reply[1] = -full
