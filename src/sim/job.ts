@@ -40,6 +40,14 @@ export interface JobContext {
   onFinished(finishReason: string, promptTokens: number, completionTokens: number): void;
   onAborted(): void;
   onBadRequest(): void;
+  /** A job with an `x-sim-tenant` header ended: it completed or not, what it used, the slot-ms it held. */
+  onTenantEnded(
+    tenant: string,
+    completed: boolean,
+    promptTokens: number,
+    completionTokens: number,
+    slotMs: number,
+  ): void;
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
@@ -62,6 +70,8 @@ export class Job implements Seq {
   #intervalMs = 0;
   #meta: ReplyMeta | null = null;
   #finishReason = "stop";
+  /** `performance.now()` at the grant; −1 before it. */
+  #grantedAt = -1;
 
   constructor(
     readonly ctx: JobContext,
@@ -86,6 +96,7 @@ export class Job implements Seq {
   /** The scheduler gave this job a slot. */
   onGrant(): void {
     this.#granted = true;
+    this.#grantedAt = performance.now();
     if (this.#bodyDone) this.#serve();
   }
 
@@ -221,6 +232,15 @@ export class Job implements Seq {
   #finish(reason: string, promptTokens: number, completionTokens: number): void {
     this.ctx.scheduler.end(this);
     this.ctx.onFinished(reason, promptTokens, completionTokens);
+    this.#tenantEnded(true, promptTokens, completionTokens);
+  }
+
+  /** Counts the job under its `x-sim-tenant`, when it has one (most jobs do not: nothing is read). */
+  #tenantEnded(completed: boolean, promptTokens: number, completionTokens: number): void {
+    const tenant = this.req.headers["x-sim-tenant"];
+    if (typeof tenant !== "string") return;
+    const slotMs = this.#grantedAt < 0 ? 0 : performance.now() - this.#grantedAt;
+    this.ctx.onTenantEnded(tenant, completed, promptTokens, completionTokens, slotMs);
   }
 
   #sendJson(status: number, body: string): void {
@@ -235,6 +255,7 @@ export class Job implements Seq {
     this.#chunks = null;
     this.ctx.scheduler.end(this);
     this.ctx.onAborted();
+    this.#tenantEnded(false, 0, 0);
   }
 }
 

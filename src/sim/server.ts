@@ -17,11 +17,11 @@ import { errorBody, type WorkKind } from "./openai.js";
 import { type ResolvedSimOptions, resolveSimOptions, type SimOptions, type SimProfile } from "./options.js";
 import { Mulberry32 } from "./random.js";
 import { SeqScheduler } from "./scheduler.js";
-import type { SimStats } from "./stats.js";
+import type { SimStats, TenantStats } from "./stats.js";
 
 // The option and stats types belong with startSim for callers that import only this module.
 export type { ResolvedSimOptions, SimOptions, SimOverflow, SimProfile } from "./options.js";
-export type { SimStats } from "./stats.js";
+export type { SimStats, TenantStats } from "./stats.js";
 
 /** How many Authorization values `stats().authHeadersSeen` keeps. */
 export const AUTH_HISTORY = 16;
@@ -89,6 +89,7 @@ class Sim implements SimServer, JobContext, MachineMember {
   #badRequests = 0;
   #bodyBytes = 0;
   #auth: string[] = [];
+  #tenants: Record<string, TenantStats> = {};
   // Metric counters are monotonic, as Prometheus expects: resetStats leaves them alone.
   readonly #success: Record<string, number> = { stop: 0, length: 0 };
   readonly #refusals = { connection: 0, "429": 0, "503": 0 };
@@ -161,6 +162,7 @@ class Sim implements SimServer, JobContext, MachineMember {
       badRequests: this.#badRequests,
       bodyBytesReceived: this.#bodyBytes,
       authHeadersSeen: [...this.#auth],
+      tenants: Object.fromEntries(Object.entries(this.#tenants).map(([k, v]) => [k, { ...v }])),
     };
   }
 
@@ -178,6 +180,7 @@ class Sim implements SimServer, JobContext, MachineMember {
       this.#bodyBytes =
         0;
     this.#auth = [];
+    this.#tenants = {};
   }
 
   setProfile(patch: SimProfile): void {
@@ -247,6 +250,25 @@ class Sim implements SimServer, JobContext, MachineMember {
 
   onBadRequest(): void {
     this.#badRequests++;
+  }
+
+  onTenantEnded(
+    tenant: string,
+    completed: boolean,
+    prompt: number,
+    completion: number,
+    slotMs: number,
+  ): void {
+    let t = this.#tenants[tenant];
+    if (t === undefined) {
+      t = { completed: 0, aborted: 0, promptTokens: 0, completionTokens: 0, slotMs: 0 };
+      this.#tenants[tenant] = t;
+    }
+    if (completed) t.completed++;
+    else t.aborted++;
+    t.promptTokens += prompt;
+    t.completionTokens += completion;
+    t.slotMs += slotMs;
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {

@@ -40,4 +40,22 @@ export interface SimStats {
   bodyBytesReceived: number;
   /** The last `AUTH_HISTORY` Authorization header values received on work routes, oldest first. */
   authHeadersSeen: string[];
+  /**
+   * Work requests that carried an `x-sim-tenant` header, by its value (a load profile's tenants:
+   * what this pod did for each, counted here rather than by whoever sent them). Empty without.
+   */
+  tenants: Record<string, TenantStats>;
+}
+
+/** What a pod did for one `x-sim-tenant`. */
+export interface TenantStats {
+  /** Answered 200 in full. */
+  completed: number;
+  /** Left before their answer ended (the client gave up, or `close()`). */
+  aborted: number;
+  /** Prompt and completion tokens of the completed ones, as their `usage` says. */
+  promptTokens: number;
+  completionTokens: number;
+  /** Slot-ms they held, from the grant to the end (aborted ones included): their part of `busySlotMs`. */
+  slotMs: number;
 }
