@@ -8,9 +8,9 @@ import { expectedAnswer } from "../sim/answer.js";
 import { SimMachine } from "../sim/machine.js";
 import type { WorkKind } from "../sim/openai.js";
 import type { Provider } from "../sim/provider.js";
-import { type SimServer, startSim } from "../sim/server.js";
+import { type SimServer, type SimStats, startSim } from "../sim/server.js";
 import { accountStats, providerExpected, startProviderPod } from "./provider-pod.js";
-import type { AccountStats, PodStats } from "./stats.js";
+import type { AccountStats, PodStats, PodTenantStats } from "./stats.js";
 import { assertScalable } from "./time-scale.js";
 import type { LoadProfile, ProviderPodSpec, SimPodSpec } from "./types.js";
 
@@ -178,7 +178,23 @@ function simStats(spec: SimPodSpec, sim: SimServer, utilization: number): PodSta
     overloaded: s.overloaded,
     oom_events: s.oomEvents,
     utilization: round4(utilization),
+    ...(Object.keys(s.tenants).length === 0 ? {} : { tenants: tenantStats(s.tenants) }),
   };
+}
+
+/** The sim's per-tenant counts in the receipt's shape. */
+function tenantStats(tenants: SimStats["tenants"]): Record<string, PodTenantStats> {
+  const out: Record<string, PodTenantStats> = {};
+  for (const [id, t] of Object.entries(tenants)) {
+    out[id] = {
+      completed: t.completed,
+      aborted: t.aborted,
+      prompt_tokens: t.promptTokens,
+      completion_tokens: t.completionTokens,
+      slot_ms: Math.round(t.slotMs),
+    };
+  }
+  return out;
 }
 
 /** A provider in the pods' shape: no slots of its own (`max_num_seqs` 0), 429s as throttles, utilization of its tokens. */

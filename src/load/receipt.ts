@@ -56,7 +56,13 @@ export interface ReceiptHead {
  * again, the clients retrying sluice's refusals after their `Retry-After`.
  */
 export type Receipt = ReceiptHead &
-  Partial<RunStats> & { direct: RunStats | null; retry_after_honoured?: RunStats | null; baseline?: unknown };
+  Partial<RunStats> & {
+    direct: RunStats | null;
+    retry_after_honoured?: RunStats | null;
+    /** A profile's `alone` run (`noisy-neighbour`: tenant B through sluice with A absent). */
+    alone?: RunStats | null;
+    baseline?: unknown;
+  };
 
 /** The machine this process runs on. */
 export function hardware(): Hardware {
@@ -108,11 +114,13 @@ export function integrityChecks(
   sluice: RunStats | null,
   direct: RunStats | null,
   honouring: RunStats | null = null,
+  alone: RunStats | null = null,
 ): Check[] {
   const checks: Check[] = [];
   for (const [run, of] of [
     [sluice, ""],
     [honouring, " (Retry-After honoured)"],
+    [alone, " (some groups alone)"],
   ] as const) {
     if (run === null) continue;
     checks.push({
@@ -122,18 +130,23 @@ export function integrityChecks(
       met: run.leaked_reservations === 0,
     });
   }
-  const runs = [sluice, direct, honouring].filter((r): r is RunStats => r !== null);
+  const runs = [sluice, direct, honouring, alone].filter((r): r is RunStats => r !== null);
+  const runName = (r: RunStats) =>
+    r === honouring ? "sluice, Retry-After honoured" : r === alone ? "sluice, some groups alone" : r.target;
   checks.push({
     name: "every answer's bytes exactly as the sim sent them",
     target: "0 mismatches",
-    value: runs
-      .map((r) => `${r.bytes_mismatches} ${r === honouring ? "sluice, Retry-After honoured" : r.target}`)
-      .join(", "),
+    value: runs.map((r) => `${r.bytes_mismatches} ${runName(r)}`).join(", "),
     met: runs.every((r) => r.bytes_mismatches === 0),
   });
   for (const r of runs) {
     if (r.error !== undefined) {
-      const which = r === honouring ? "sluice (Retry-After honoured)" : r.target;
+      const which =
+        r === honouring
+          ? "sluice (Retry-After honoured)"
+          : r === alone
+            ? "sluice (some groups alone)"
+            : r.target;
       checks.push({ name: `the ${which} run completed`, target: "no error", value: r.error, met: false });
     }
   }
@@ -151,6 +164,8 @@ export function buildReceipt(parts: {
   direct: RunStats | null;
   /** The `honouring` run, for a profile that has one. */
   honouring?: RunStats | null;
+  /** The `alone` run, for a profile that has one. */
+  alone?: RunStats | null;
   checks: Check[];
   error?: string;
 }): Receipt {
@@ -174,6 +189,7 @@ export function buildReceipt(parts: {
     ...(parts.sluice ?? {}),
     direct: parts.direct,
     ...(parts.honouring === undefined ? {} : { retry_after_honoured: parts.honouring }),
+    ...(parts.alone === undefined ? {} : { alone: parts.alone }),
   };
 }
 

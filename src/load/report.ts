@@ -113,6 +113,11 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
   const runs = honouring === undefined ? [sluice, direct] : [sluice, honouring, direct];
   const heads =
     honouring === undefined ? [sluiceHead, directHead] : [sluiceHead, profile.honouring!.label, directHead];
+  // A profile with an `alone` run shows it last (`completionMeaning` reads the honouring run at index 1).
+  if (profile.alone !== undefined) {
+    runs.push(receipt.alone ?? null);
+    heads.push(profile.alone.label);
+  }
   const lines: string[] = [];
   lines.push(`sluice load ${profile.name} — seed ${profile.seed}: ${profile.title}`);
   for (const s of profile.story) lines.push(`  ${s}`);
@@ -147,6 +152,7 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
       }),
     ]);
   }
+  table.push(...tenantRows(profile, runs));
   lines.push(...columns(table));
   lines.push(completionMeaning(profile, runs, heads));
   for (const r of runs) if (r?.error !== undefined) lines.push(`the ${r.target} run failed: ${r.error}`);
@@ -160,6 +166,50 @@ export function renderReport(profile: LoadProfile, receipt: Receipt, receiptPath
   if (receiptPath !== null) lines.push(`receipt: ${receiptPath}`);
   lines.push(receipt.ok ? "result: every check met" : "result: FAILED (see the checks above)");
   return lines;
+}
+
+/**
+ * Rows per tenant (groups with `tenant`: `noisy-neighbour`): at the client, success and the wait
+ * for the answer; at the pods, by the pods' own counts, calls completed, tokens and the share of
+ * the slot time. None for a profile without tenants.
+ */
+function tenantRows(profile: LoadProfile, runs: (RunStats | null)[]): string[][] {
+  const tenants = profile.groups.filter((g) => g.tenant !== undefined);
+  if (tenants.length === 0) return [];
+  const rows: string[][] = [
+    [""],
+    ["by tenant, at the client: success, wait p50 / p99 (sent → answer or refusal)"],
+  ];
+  for (const g of tenants) {
+    rows.push([
+      `  ${g.name}`,
+      ...runs.map((r) => {
+        const s = r?.groups[g.name];
+        return s === undefined ? "–" : `${fmtPct(s.success_rate)}, ${pair(s.wait_ms ?? null, "p50", "p99")}`;
+      }),
+    ]);
+  }
+  rows.push(["by tenant, at the pods: completed, tokens (prompt + completion), share of slot time"]);
+  for (const g of tenants) {
+    rows.push([
+      `  ${g.name}`,
+      ...runs.map((r) => {
+        const pods = r?.pods ?? [];
+        const all = pods.flatMap((p) => Object.values(p.tenants ?? {}));
+        const mine = pods.flatMap((p) =>
+          p.tenants?.[g.tenant!.id] === undefined ? [] : [p.tenants[g.tenant!.id]!],
+        );
+        if (mine.length === 0) return "–";
+        const sum = (xs: typeof all, f: (t: (typeof all)[number]) => number) =>
+          xs.reduce((n, t) => n + f(t), 0);
+        const slot = sum(all, (t) => t.slot_ms);
+        const tokens = sum(mine, (t) => t.prompt_tokens + t.completion_tokens);
+        const share = slot === 0 ? 0 : sum(mine, (t) => t.slot_ms) / slot;
+        return `${sum(mine, (t) => t.completed)}, ${kTokens(tokens)}, ${fmtPct(share)}`;
+      }),
+    ]);
+  }
+  return rows;
 }
 
 /** The baseline's verdict, as lines. */

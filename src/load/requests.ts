@@ -23,6 +23,10 @@ export function prepareRequest(
   const label = `${group.name} #${index}`;
   const headers: Record<string, string> = {};
   if (throughSluice && group.priority !== undefined) headers["x-sluice-priority"] = group.priority;
+  if (group.tenant !== undefined) {
+    headers.authorization = `Bearer ${group.tenant.token}`;
+    headers["x-sim-tenant"] = group.tenant.id;
+  }
   if (r.kind === "echo") {
     const body = pageBytes(label, r.bodyBytes ?? 4096);
     headers["content-type"] = "application/octet-stream";

@@ -40,6 +40,8 @@ export interface RunnerResult {
   direct: RunStats | null;
   /** Through sluice with the clients honouring `Retry-After` (`LoadProfile.honouring`); null without one. */
   honouring: RunStats | null;
+  /** Through sluice with only `LoadProfile.alone`'s groups offering; null without one. */
+  alone?: RunStats | null;
   settings: Record<string, unknown>;
 }
 
@@ -53,12 +55,15 @@ const LEAK_SETTLE_MS = 5000;
 export async function runProfile(o: RunnerOptions): Promise<RunnerResult> {
   assertScalable(o.profile, o.scale);
   const settings = await settingsOf(o);
+  // The reference run (some groups alone) first, with both sides only: `--only` asks for one run.
+  const aloneSpec = o.only === undefined ? o.profile.alone : undefined;
+  const alone = aloneSpec === undefined ? null : await runTarget(o, "sluice", false, aloneSpec);
   const sluice = o.only === "direct" ? null : await runTarget(o, "sluice");
   // A third side, run with both sides only: `--only` asks for one run.
   const honouring =
     o.only !== undefined || o.profile.honouring === undefined ? null : await runTarget(o, "sluice", true);
   const direct = o.only === "sluice" ? null : await runTarget(o, "direct");
-  return { sluice, direct, honouring, settings };
+  return { sluice, direct, honouring, ...(o.profile.alone === undefined ? {} : { alone }), settings };
 }
 
 /** The profile's groups, each retrying sluice's refusals with the `honouring` run's policy. */
@@ -70,8 +75,16 @@ function honouringGroups(profile: LoadProfile): ClientGroup[] {
 
 export { scaledSeconds } from "./time-scale.js";
 
-async function runTarget(o: RunnerOptions, kind: "sluice" | "direct", honouring = false): Promise<RunStats> {
+async function runTarget(
+  o: RunnerOptions,
+  kind: "sluice" | "direct",
+  honouring = false,
+  alone?: { label: string; groups: readonly string[] },
+): Promise<RunStats> {
   const { profile, scale } = o;
+  const profileGroups = honouring ? honouringGroups(profile) : profile.groups;
+  const groups =
+    alone === undefined ? profileGroups : profileGroups.filter((g) => alone.groups.includes(g.name));
   let pods: RunningPods | undefined;
   const gateways: GatewayThread[] = [];
   let driver: Driver | undefined;
@@ -115,7 +128,7 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct", honouring 
     start = warm;
     driver = new Driver({
       target,
-      groups: honouring ? honouringGroups(profile) : profile.groups,
+      groups,
       scale,
       durationMs: profile.durationMs,
       expected: (model) => running.expected(model),
@@ -139,11 +152,13 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct", honouring 
       });
     }
     const [sluiceLabel, directLabel] = profile.labels ?? ["through sluice", "straight to the pods"];
-    const label = honouring
-      ? (profile.honouring?.label ?? sluiceLabel)
-      : kind === "sluice"
-        ? sluiceLabel
-        : directLabel;
+    const label = alone
+      ? alone.label
+      : honouring
+        ? (profile.honouring?.label ?? sluiceLabel)
+        : kind === "sluice"
+          ? sluiceLabel
+          : directLabel;
     o.progress?.start(label, d.offerMs, () => ({
       ...d.live,
       elapsedMs: d.now(),
@@ -179,7 +194,16 @@ async function runTarget(o: RunnerOptions, kind: "sluice" | "direct", honouring 
     await Promise.all(gateways.map((g) => g.close().catch(() => undefined)));
   }
   const end = pods?.probe();
-  const stats = finish(kind, o, driver, pods, { start, warm, stop: stop ?? end, end }, leaks, widths);
+  const stats = finish(
+    kind,
+    o,
+    groups.map((g) => g.name),
+    driver,
+    pods,
+    { start, warm, stop: stop ?? end, end },
+    leaks,
+    widths,
+  );
   if (autoscaler !== undefined) stats.replicas_over_time = autoscaler.steps;
   await pods?.close();
   if (error !== undefined) stats.error = error;
@@ -197,13 +221,14 @@ interface Probes {
 function finish(
   kind: "sluice" | "direct",
   o: RunnerOptions,
+  /** The groups the driver ran, in its order (its attempts name them by index). */
+  groupNames: readonly string[],
   driver: Driver | undefined,
   pods: RunningPods | undefined,
   { start, warm, stop, end }: Probes,
   leaks: { count: number; detail: string[] } | null,
   widths: Record<string, number> | null,
 ): RunStats {
-  const groupNames = o.profile.groups.map((g) => g.name);
   const client = clientStats(driver?.attempts ?? [], driver?.requests ?? [], groupNames);
   const podStats = pods && warm && stop ? pods.stats(warm, stop) : [];
   const machines: Record<string, number> = {};
@@ -271,6 +296,7 @@ async function settingsOf(o: RunnerOptions): Promise<Record<string, unknown>> {
     ...(profile.replicas === undefined ? {} : { replicas: profile.replicas }),
     ...(profile.autoscale === undefined ? {} : { autoscale: profile.autoscale }),
     ...(profile.honouring === undefined ? {} : { honouring: profile.honouring }),
+    ...(profile.alone === undefined ? {} : { alone: profile.alone }),
     ...(profile.directConfig === undefined
       ? {}
       : { direct_gateway: profile.directConfig(placeholders, scaledSeconds(scale)) }),

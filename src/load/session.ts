@@ -88,7 +88,10 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     ...(result.honouring === null || o.profile.honouringChecks === undefined
       ? []
       : o.profile.honouringChecks(result.honouring, o.scale)),
-    ...integrityChecks(result.sluice, result.direct, result.honouring),
+    ...(result.alone === undefined || result.alone === null || o.profile.aloneChecks === undefined
+      ? []
+      : o.profile.aloneChecks(result.alone, result.sluice, o.scale)),
+    ...integrityChecks(result.sluice, result.direct, result.honouring, result.alone ?? null),
   ];
   const receipt = buildReceipt({
     profile: o.profile.name,
@@ -99,6 +102,7 @@ export async function runSession(o: SessionOptions): Promise<SessionResult> {
     sluice: result.sluice,
     direct: result.direct,
     ...(o.profile.honouring === undefined ? {} : { honouring: result.honouring }),
+    ...(o.profile.alone === undefined ? {} : { alone: result.alone ?? null }),
     checks,
     ...(error !== undefined ? { error } : {}),
   });

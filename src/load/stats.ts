@@ -76,6 +76,20 @@ export interface PodStats {
   oom_events: number;
   /** Busy slot time ÷ (max_num_seqs × the measurement window). */
   utilization: number;
+  /**
+   * What the pod did for each tenant (`ClientGroup.tenant`), counted by the pod over the whole run
+   * (drain included): calls completed and cut, usage tokens, slot-ms held. Absent without tenants.
+   */
+  tenants?: Record<string, PodTenantStats>;
+}
+
+/** What one pod did for one tenant, as the pod counted it (src/sim/stats.ts `TenantStats`). */
+export interface PodTenantStats {
+  completed: number;
+  aborted: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  slot_ms: number;
 }
 
 /**
@@ -129,6 +143,11 @@ export interface GroupStats {
   failed_attempts: Record<string, number>;
   latency_ms: Percentiles | null;
   queue_wait_ms: Percentiles | null;
+  /**
+   * Every attempt, answered or not: sent → its last byte, or its refusal, timeout or error — how
+   * long a caller waited to hear (a refused call's wait counts, which `latency_ms` leaves out).
+   */
+  wait_ms?: Percentiles | null;
   /**
    * A `fanout` group's waves (seed 002: a panel's review is done when every finder of its wave
    * is): sent, and done with every request of the wave completed. Absent for other groups.
@@ -251,8 +270,10 @@ export function clientStats(
   const groupFailed = groupNames.map(() => ({}) as Record<string, number>);
   const groupAttempts = groupNames.map(() => 0);
   const groupQueue = groupNames.map(() => [] as number[]);
+  const groupWait = groupNames.map(() => [] as number[]);
   for (const a of attempts) {
     groupAttempts[a.group]!++;
+    groupWait[a.group]!.push(a.ms);
     if (a.code === "ok") {
       latency.push(a.ms);
       groupLatency[a.group]!.push(a.ms);
@@ -303,6 +324,7 @@ export function clientStats(
       failed_attempts: groupFailed[i]!,
       latency_ms: percentiles(groupLatency[i]!),
       queue_wait_ms: percentiles(groupQueue[i]!),
+      wait_ms: percentiles(groupWait[i]!),
       ...(g.waves.size === 0
         ? {}
         : { waves: { offered: g.waves.size, completed: [...g.waves.values()].filter(Boolean).length } }),

@@ -110,6 +110,12 @@ export interface ClientGroup {
   timeoutMs?: number;
   /** Retries through sluice and straight to the pods. **Default:** none (one attempt). */
   retry?: { sluice?: RetryPolicy; direct?: RetryPolicy };
+  /**
+   * The tenant it sends as: `token` goes as `Authorization: Bearer` (the gateway's `auth.keys`
+   * know its SHA-256; a pod ignores it) and `id` as `x-sim-tenant`, which the gateway forwards and
+   * the sims count by (`PodStats.tenants`), on both sides. **Default:** none (no key, not counted).
+   */
+  tenant?: { id: string; token: string };
 }
 
 /** One check of a run against the issue's targets. */
@@ -169,6 +175,12 @@ export interface LoadProfile {
    * **Default:** none.
    */
   honouring?: { label: string; retry: RetryPolicy };
+  /**
+   * One more run through sluice with only these groups offering (issue 24's tenant B with A
+   * absent: the reference its waits under A's flood are held to), and `aloneChecks` over it.
+   * Run first; shown as the first column. **Default:** none.
+   */
+  alone?: { label: string; groups: readonly string[] };
   /** The two runs' names in the report. **Default:** `["through sluice", "straight to the pods"]`. */
   labels?: [string, string];
   /** Before any run: throws what the profile needs and does not find (Redis), as a usage error. */
@@ -190,6 +202,8 @@ export interface LoadProfile {
   directChecks(direct: RunStats, scale: number): Check[];
   /** The checks of the `honouring` run, when there is one. **Default:** none. */
   honouringChecks?(honouring: RunStats, scale: number): Check[];
+  /** The checks of the `alone` run, against the run through sluice with every group when there is one. **Default:** none. */
+  aloneChecks?(alone: RunStats, sluice: RunStats | null, scale: number): Check[];
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { LoadProfile, NotBuiltProfile } from "../types.js";
 import { autoscale } from "./autoscale.js";
 import { modelCapacity } from "./model-capacity.js";
+import { noisyNeighbour } from "./noisy-neighbour.js";
 import { ocrFlood } from "./ocr-flood.js";
 import { panelBurst } from "./panel-burst.js";
 import { providerTokens } from "./provider-tokens.js";
@@ -18,6 +19,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
   modelCapacity,
   autoscale,
   providerTokens,
+  noisyNeighbour,
 ];
 
 /** The profile named `name`, or undefined. */

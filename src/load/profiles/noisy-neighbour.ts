@@ -1,0 +1,142 @@
+/**
+ * Issue 24's proof, on seed 002's mechanism: one gate (a lane of a fixed number of pod slots and
+ * a model token bucket) shared by two tenants of the same class, each with its own client key.
+ * Tenant A floods at ten times its share, tenant B offers half of its own. Straight to the pods
+ * B's calls queue behind A's in the server's FIFO and starve; through sluice, weighted fair
+ * queuing between the keys of a class serves B as if A were not there, and A takes everything B
+ * leaves. Three runs: B alone through sluice (the reference for B's waits), A + B through sluice,
+ * A + B straight to the pods. The checks are in noisy-neighbour-checks.ts.
+ */
+import { createHash } from "node:crypto";
+import type { ClientGroup, LoadProfile } from "../types.js";
+import { aloneChecks, directChecks, sluiceChecks } from "./noisy-neighbour-checks.js";
+
+/** A call's answer: `max_tokens` asked, tokens the pod answers (the reservation is reconciled down to it). */
+const MAX_TOKENS = 64;
+const ANSWER_TOKENS = 32;
+
+/** The tenants: their client keys' ids, tokens (the gateway knows their SHA-256) and `x-sim-tenant`. */
+export const TENANT_A = { id: "tenant-a", token: "noisy-neighbour-tenant-a" } as const;
+export const TENANT_B = { id: "tenant-b", token: "noisy-neighbour-tenant-b" } as const;
+
+export interface NoisyNeighbourOptions {
+  /** The lane: slots of the one pod, all of them sluice's lane. **Default:** `32`. */
+  slots?: number;
+  /** Mean service time of a call, seed ms (lognormal, σ 0.25: the sim's default jitter). **Default:** `4000`. */
+  serviceMs?: number;
+  /** Seed ms of offering. **Default:** `120000`. */
+  durationMs?: number;
+  /** Seed ms before the lane's utilization is measured (A's flood fills it first). **Default:** `20000`, at most a quarter of `durationMs`. */
+  warmupMs?: number;
+  /**
+   * `auth.keys[].weight` of A and B; each tenant's share of the lane is its weight ÷ the sum.
+   * `null` leaves the key out: every key weighs the same (1). **Default:** `null` (the gateway
+   * does not know `weight` yet: issue 24).
+   */
+  weights?: { a: number; b: number } | null;
+  /** A's offered rate ÷ its share. **Default:** `10`. */
+  floodFactor?: number;
+  /** B's offered rate ÷ its share. **Default:** `0.5`. */
+  quietFactor?: number;
+  /** Seed seconds a call may wait in sluice's queue. **Default:** `10`. */
+  queueTimeoutS?: number;
+  /** The clients' own bound on a call, seed ms. **Default:** `30000`. */
+  clientTimeoutMs?: number;
+}
+
+/** A generous prompt count for a call's one-line message (its estimate: tokenizer + chat framing). */
+const PROMPT_TOKENS = 24;
+
+/** Two tenants on one lane and one token bucket: A floods, B's share must hold. */
+export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfile {
+  const slots = o.slots ?? 32;
+  const serviceMs = o.serviceMs ?? 4_000;
+  /** Calls the lane carries per seed second when full. */
+  const lanePerSecond = slots / (serviceMs / 1000);
+  const durationMs = o.durationMs ?? 120_000;
+  const warmupMs = o.warmupMs ?? Math.min(20_000, durationMs / 4);
+  const weights = o.weights === undefined ? null : o.weights;
+  const floodFactor = o.floodFactor ?? 10;
+  const quietFactor = o.quietFactor ?? 0.5;
+  const queueTimeoutS = o.queueTimeoutS ?? 10;
+  const clientTimeoutMs = o.clientTimeoutMs ?? 30_000;
+  const w = weights ?? { a: 1, b: 1 };
+  const shareA = w.a / (w.a + w.b);
+  const shareB = w.b / (w.a + w.b);
+  const aPerSecond = floodFactor * shareA * lanePerSecond;
+  const bPerSecond = quietFactor * shareB * lanePerSecond;
+  // Sized at 1.5 × the lane's full rate: the bucket is shared and charged, and the lane is what binds.
+  const tpmPerSeedMinute = Math.round(1.5 * lanePerSecond * 60 * (PROMPT_TOKENS + MAX_TOKENS));
+  const tenantGroup = (
+    name: string,
+    tenant: { id: string; token: string },
+    perSecond: number,
+  ): ClientGroup => ({
+    name,
+    request: { kind: "chat", model: "shared", maxTokens: MAX_TOKENS },
+    arrival: { kind: "open", perSecond },
+    timeoutMs: clientTimeoutMs,
+    tenant,
+  });
+  const key = (tenant: { id: string; token: string }, weight: number | undefined) => ({
+    id: tenant.id,
+    sha256: createHash("sha256").update(tenant.token).digest("hex"),
+    ...(weight === undefined ? {} : { weight }),
+  });
+  return {
+    name: "noisy-neighbour",
+    seed: "002",
+    title: "two tenants of one class share a lane: one floods, the other keeps its share through sluice",
+    story: [
+      `one pod of ${slots} slots (${serviceMs / 1000} s a call, lognormal σ 0.25), queueing what it cannot run (vLLM's unbounded waiting queue)`,
+      `tenant A (key ${TENANT_A.id}) offers ${aPerSecond}/s = ${floodFactor} × its share; tenant B (key ${TENANT_B.id}) ${bPerSecond}/s = ${quietFactor} × its share; the lane carries ${lanePerSecond}/s; Poisson, one attempt, client timeout ${clientTimeoutMs / 1000} s`,
+      `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s`,
+      "three runs: B alone through sluice (its waits without A), A + B through sluice, A + B straight to the pod",
+    ],
+    defaultScale: 0.2,
+    pods: [
+      {
+        model: "shared",
+        options: {
+          maxNumSeqs: slots,
+          serviceMs,
+          jitterSigma: 0.25,
+          defaultOutputTokens: ANSWER_TOKENS,
+          tokensPerSecond: 0,
+          seed: 24,
+        },
+      },
+    ],
+    config: (urls, s) => ({
+      listen: "127.0.0.1:0",
+      admission: { max_concurrency: 4096, max_queued: 8192 },
+      auth: { keys: [key(TENANT_A, weights?.a), key(TENANT_B, weights?.b)] },
+      models: [
+        {
+          name: "shared",
+          max_concurrent_requests: slots,
+          reserve: 0,
+          queue_limit: 4096,
+          queue_timeout_s: s(queueTimeoutS),
+          // A token bucket holds a real minute: the seed minute's tokens at this scale (s(60) real seconds).
+          tpm: Math.round((tpmPerSeedMinute * 60) / s(60)),
+          default_max_tokens: MAX_TOKENS,
+          // The bound under test is the lane's slots, not a pod's adapted width.
+          adaptive: false,
+          pods: (urls.shared ?? []).map((url) => ({ url, max_inflight: slots })),
+        },
+      ],
+    }),
+    alone: { label: "B alone, through sluice", groups: ["B"] },
+    groups: [tenantGroup("A", TENANT_A, aPerSecond), tenantGroup("B", TENANT_B, bPerSecond)],
+    durationMs,
+    warmupMs,
+    drainMs: clientTimeoutMs + 2 * serviceMs,
+    checks: (sluice) => sluiceChecks(sluice, TENANT_B.id),
+    directChecks: (direct) => directChecks(direct, TENANT_B.id),
+    aloneChecks: (alone, sluice) => aloneChecks(alone, sluice, TENANT_B.id),
+  };
+}
+
+/** Two minutes of A's flood beside B's half share. */
+export const noisyNeighbour: LoadProfile = noisyNeighbourProfile();
