@@ -5,6 +5,7 @@
  * acquire allocates one record.
  */
 import type { ArrivalBudget } from "./budget.js";
+import type { Flow } from "./fair-queue.js";
 import type { Lane, LaneOwner } from "./lane.js";
 import type { FailureInput } from "./outcome.js";
 import type { Path } from "./path.js";
@@ -171,6 +172,11 @@ export class Ticket implements Lease, QueueNode {
     readonly arrivedAt: number,
     readonly key: ArrivalBudget | null,
   ) {}
+
+  /** The flow it shares its class by while it waits: its key's (or tenant's); null = anonymous. */
+  get flow(): Flow | null {
+    return this.key === null ? null : this.key.flow;
+  }
 
   /** The call's token estimate: what its path's token buckets reserve at the grant (0 = none given). */
   get tokens(): number {

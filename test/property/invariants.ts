@@ -179,7 +179,12 @@ function checkShedding(m: Model): void {
   const newest = lower
     .filter((y) => y.rank === lowest && !y.retried)
     .sort((a, b) => a.arrivedAt - b.arrivedAt || a.id - b.id);
-  if (victim.rank !== lowest || (!victim.retried && newest.at(-1) !== victim))
+  // Of waiters that arrived in the same ms in different flows (keys), which was pushed last is
+  // only tracked per flow (class-queue.ts): any of them is the newest.
+  const expected = newest.at(-1);
+  const tie =
+    expected !== undefined && victim.arrivedAt === expected.arrivedAt && flowOf(victim) !== flowOf(expected);
+  if (victim.rank !== lowest || (!victim.retried && expected !== victim && !tie))
     m.violations.push(
       `#${victim.id} (class ${victim.rank}) shed by #${arrival.id} (class ${arrival.rank}); expected the newest of class ${lowest}: #${newest.at(-1)?.id}`,
     );
@@ -194,6 +199,9 @@ function waitingAt(y: Call, ev: number, time: number): boolean {
   return true;
 }
 
+/** A call's flow: its key when configured (every key of the model is), else the anonymous one. */
+const flowOf = (c: Call): string => c.key ?? "";
+
 /**
  * Check 5 over this step's grants. Re-dispatched calls are left out on both sides: they wait
  * again at their first arrival's place, which the model does not track.
@@ -204,21 +212,38 @@ export function checkOrder(m: Model): void {
     const x = m.byLease.get(g.lease);
     if (x === undefined || x.retried) continue;
     const effX = effective(x.rank, x.arrivedAt, g.time, agingMs);
+    // Flows (configured keys) share a class by weight (fair-queue.ts): inside x's lane and class
+    // only x's own flow is FIFO, and the lane competed with the class's oldest waiter.
+    let oldest = x;
+    for (const y of m.calls)
+      if (y.lane === x.lane && y.rank === x.rank && !y.retried && waitingAt(y, g.ev, g.time))
+        if (y.arrivedAt < oldest.arrivedAt) oldest = y;
+    const effO = effective(oldest.rank, oldest.arrivedAt, g.time, agingMs);
     // The last `reserve` slots: only an own-class interactive call may take them, so it may pass
     // an aged call of the same effective class that arrived earlier.
     const reserveSlot = g.laneLimit - (g.laneInflight - 1) <= g.reserve;
     for (const y of m.calls) {
       if (y === x || y.retried || !waitingAt(y, g.ev, g.time)) continue;
+      if (y.lane === x.lane && y.rank === x.rank) {
+        if (flowOf(y) === flowOf(x) && y.arrivedAt < x.arrivedAt)
+          m.violations.push(
+            `fifo: at ${g.time} #${x.id} (key ${x.key}, arrived ${x.arrivedAt}) was granted before waiting ` +
+              `#${y.id} (same flow and class, arrived ${y.arrivedAt}) in ${x.lane}`,
+          );
+        continue;
+      }
       if (y.lane !== x.lane) {
         // Another lane's waiter competed for the group slot only if its own lane had room for it.
         const room = g.roomFor.get(y.lane)!;
         if (!(y.rank === 0 ? room.interactive : room.other)) continue;
       }
       const effY = effective(y.rank, y.arrivedAt, g.time, agingMs);
+      // Against another lane x's lane competed with its class's oldest; in its own lane x itself.
+      const [effZ, arrivedZ] = y.lane === x.lane ? [effX, x.arrivedAt] : [effO, oldest.arrivedAt];
       const passed =
-        effY < effX ||
-        (effY === effX &&
-          y.arrivedAt < x.arrivedAt &&
+        effY < effZ ||
+        (effY === effZ &&
+          y.arrivedAt < arrivedZ &&
           !(y.lane === x.lane && x.rank === 0 && y.rank !== 0 && reserveSlot));
       if (passed)
         m.violations.push(

@@ -1,0 +1,213 @@
+/**
+ * Weighted fair queuing between flows (issue 24): start-time fair queuing (Goyal et al., SFQ)
+ * with one unit of service per grant. A flow is a client key, or the tenant that groups keys;
+ * each waits in its own FIFO and is served in proportion to its weight.
+ *
+ * Each backlogged flow carries the virtual start tag of its next waiter. The flow with the
+ * smallest tag goes next; serving it moves the virtual clock to that tag and its next waiter
+ * starts `1 / weight` later, so over any stretch where flows stay backlogged each gets grants in
+ * proportion to its weight (within one grant per flow). A flow that comes back after being idle
+ * starts at the virtual clock, never below it: idle time earns no credit to spend later in a
+ * burst, and its next waiter is at most about one round away — one call's service time at the
+ * lane's rate. A flow alone is served on every grant (work-conserving: nothing waits for a share
+ * nobody claims). Ties go to the flow that took its tag first, so equal weights take turns.
+ *
+ * O(log flows) per join, leave and grant (a binary heap with each flow's index stored on it).
+ */
+
+/** A flow: one key's (or one tenant's) waiters, sharing a class by `weight` (> 0). */
+export interface Flow {
+  readonly name: string;
+  weight: number;
+}
+
+/** Calls with no flow: one flow of weight 1 between them. */
+export const ANONYMOUS: Flow = Object.freeze({ name: "", weight: 1 }) as Flow;
+
+/** A flow's place in one queue: what the fair queue reads and writes on it. */
+export interface FlowState {
+  readonly flow: Flow;
+  /** The virtual start tag of the flow's next waiter. */
+  vstart: number;
+  /** Which of equal tags goes first: the order in which flows took them. */
+  turn: number;
+  /** Its index in the fair queue's heap while backlogged, -1 otherwise. */
+  fairAt: number;
+}
+
+/** How an {@link IndexedHeap} orders its items and where it keeps each one's index. */
+export interface HeapOrder<S> {
+  /** True when `a` goes before `b`. */
+  before(a: S, b: S): boolean;
+  setIndex(s: S, at: number): void;
+  indexOf(s: S): number;
+}
+
+/** A binary min-heap that keeps each item's index on the item (so any item can move or leave). */
+export class IndexedHeap<S> {
+  readonly items: S[] = [];
+
+  constructor(private readonly order: HeapOrder<S>) {}
+
+  private before(a: S, b: S): boolean {
+    return this.order.before(a, b);
+  }
+
+  private setIndex(s: S, at: number): void {
+    this.order.setIndex(s, at);
+  }
+
+  private indexOf(s: S): number {
+    return this.order.indexOf(s);
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  get top(): S | null {
+    return this.items.length === 0 ? null : this.items[0]!;
+  }
+
+  has(s: S): boolean {
+    return this.indexOf(s) >= 0;
+  }
+
+  insert(s: S): void {
+    this.items.push(s);
+    this.#up(this.items.length - 1, s);
+  }
+
+  /** `s` changed its key: moves it to its place. */
+  update(s: S): void {
+    const at = this.indexOf(s);
+    if (at > 0 && this.before(s, this.items[(at - 1) >> 1]!)) this.#up(at, s);
+    else this.#down(at, s);
+  }
+
+  remove(s: S): void {
+    const at = this.indexOf(s);
+    this.setIndex(s, -1);
+    const last = this.items.pop()!;
+    if (last === s) return;
+    this.items[at] = last;
+    this.setIndex(last, at);
+    this.update(last);
+  }
+
+  /** Empties the heap (each item's index back to -1). */
+  clear(): void {
+    for (const s of this.items) this.setIndex(s, -1);
+    this.items.length = 0;
+  }
+
+  #up(at: number, s: S): void {
+    const items = this.items;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      const p = items[parent]!;
+      if (!this.before(s, p)) break;
+      items[at] = p;
+      this.setIndex(p, at);
+      at = parent;
+    }
+    items[at] = s;
+    this.setIndex(s, at);
+  }
+
+  #down(at: number, s: S): void {
+    const items = this.items;
+    const n = items.length;
+    for (;;) {
+      let child = 2 * at + 1;
+      if (child >= n) break;
+      if (child + 1 < n && this.before(items[child + 1]!, items[child]!)) child++;
+      const c = items[child]!;
+      if (!this.before(c, s)) break;
+      items[at] = c;
+      this.setIndex(c, at);
+      at = child;
+    }
+    items[at] = s;
+    this.setIndex(s, at);
+  }
+}
+
+/** By virtual start tag, then by who took it first; the index is `fairAt`. */
+const BY_TAG: HeapOrder<FlowState> = {
+  before: (a, b) => a.vstart < b.vstart || (a.vstart === b.vstart && a.turn < b.turn),
+  setIndex: (s, at) => {
+    s.fairAt = at;
+  },
+  indexOf: (s) => s.fairAt,
+};
+
+/** The backlogged flows of one class of one lane, by virtual start tag. */
+export class FairQueue<S extends FlowState> {
+  readonly #heap = new IndexedHeap<S>(BY_TAG);
+  /** Virtual time: the start tag of the last waiter served. */
+  #vnow = 0;
+  #turns = 0;
+  /** The weights of the backlogged flows added up (each as it was when it joined). */
+  #weights = 0;
+
+  /** Virtual time now (the start tag of the last waiter served). */
+  get vnow(): number {
+    return this.#vnow;
+  }
+
+  /** Flows with waiters. */
+  get size(): number {
+    return this.#heap.size;
+  }
+
+  /** The weights of the backlogged flows, added up. */
+  get backloggedWeight(): number {
+    return this.#weights;
+  }
+
+  /** The flow to serve next: the smallest start tag. */
+  get next(): S | null {
+    return this.#heap.top;
+  }
+
+  /** Backlogged flows, in no order. */
+  get flows(): readonly S[] {
+    return this.#heap.items;
+  }
+
+  /** `s` got its first waiter: it starts no earlier than virtual now (idle time earns no credit). */
+  join(s: S): void {
+    if (s.vstart < this.#vnow) s.vstart = this.#vnow;
+    s.turn = this.#turns++;
+    this.#weights += s.flow.weight;
+    this.#heap.insert(s);
+  }
+
+  /** `s` has no waiters left. Its tag is kept: a flow served ahead of virtual time stays ahead. */
+  leave(s: S): void {
+    this.#heap.remove(s);
+    this.#weights -= s.flow.weight;
+    if (this.#heap.size === 0) this.#weights = 0; // no drift from weights changed while backlogged
+  }
+
+  /**
+   * `s`'s next waiter is being served: virtual time moves to its tag, and the flow's following
+   * waiter starts one grant's worth later, `1 / weight`. The caller then takes the waiter out
+   * (its flow moves to its new place, or leaves).
+   */
+  charge(s: S): void {
+    if (s.vstart > this.#vnow) this.#vnow = s.vstart;
+    s.vstart += 1 / s.flow.weight;
+    s.turn = this.#turns++;
+    if (s.fairAt >= 0) this.#heap.update(s);
+  }
+
+  /** Forgets every flow and virtual time (the class emptied: nobody is owed anything). */
+  reset(): void {
+    this.#heap.clear();
+    this.#vnow = 0;
+    this.#turns = 0;
+    this.#weights = 0;
+  }
+}
