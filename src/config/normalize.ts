@@ -25,6 +25,7 @@ import { formatPath } from "./issues.js";
 import { bucketReserve } from "./rate-reserves.js";
 import type { RawConfig, RawModel } from "./raw.js";
 import { warnUnreachable } from "./reach.js";
+import { checkTenants, clientKeys, tenantsOf } from "./tenants.js";
 import { nearestKey } from "./suggest.js";
 import type {
   AccountConfig,
@@ -57,6 +58,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
   }
   checkKeys(c, raw.auth.keys, ["auth", "keys"]);
   checkKeys(c, raw.admin.keys, ["admin", "keys"]);
+  checkTenants(c, raw);
 
   const models = raw.models.map((m, i) => model(c, m, i, raw));
   const names = checkModelNames(c, raw.models);
@@ -92,12 +94,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
     },
     auth: {
       open: raw.auth.open,
-      keys: raw.auth.keys.map((k) => ({
-        id: k.id,
-        sha256: k.sha256,
-        maxPriority: k.max_priority,
-        ...(k.max_inflight === undefined ? {} : { maxInflight: k.max_inflight }),
-      })),
+      keys: clientKeys(raw),
     },
     admin: { keys: raw.admin.keys.map((k) => ({ id: k.id, sha256: k.sha256 })) },
     trustProxy: raw.trust_proxy,
@@ -105,6 +102,7 @@ export function normalize(raw: RawConfig, options: ParseOptions = {}): Validatio
     routes: raw.routes.map((r) => ({ match: r.match, model: r.model })),
     gpuGroups,
     accounts,
+    tenants: tenantsOf(raw),
     log: { level: raw.log.level },
     warnings: [],
   };

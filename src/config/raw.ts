@@ -24,6 +24,7 @@ import {
   oneOf,
   optional,
   pathPrefix,
+  positive,
   required,
   sha256,
   size,
@@ -85,8 +86,28 @@ const clientKey = section(
     sha256: required(sha256),
     max_priority: withDefault(oneOf(...PRIORITIES), G.clientKeyMaxPriority),
     max_inflight: optional(int(1)),
+    // The key's own token and request budgets, and its share in fair queuing within a class.
+    tpm: optional(int(1)),
+    rpm: optional(int(1)),
+    weight: optional(positive),
+    // A name of `tenants` (normalize checks it): the key's calls also count against its budget.
+    tenant: optional(name("a tenant name")),
   },
-  "a key: { id, sha256, max_priority, max_inflight }",
+  "a key: { id, sha256, max_priority, max_inflight, tpm, rpm, weight, tenant }",
+);
+
+// A team's keys (`auth.keys[].tenant`) sharing one token and request budget and one weight.
+const tenant = section(
+  {
+    tpm: optional(int(1)),
+    rpm: optional(int(1)),
+    weight: optional(positive),
+    max_inflight: notBuilt(
+      "a tenant's in-flight bound shared by its keys",
+      "set max_inflight on each of the tenant's keys in auth.keys",
+    ),
+  },
+  "a tenant: { tpm, rpm, weight }",
 );
 
 const auth = section(
@@ -261,9 +282,10 @@ export const RawConfigSchema = section(
     routes: optionalList(route, "a list of routes { match, model }"),
     gpu_groups: mapping(gpuGroup, "a mapping of GPU group name → { max_inflight }"),
     accounts: mapping(account, "a mapping of account name → { max_inflight, tpm, rpm, models }"),
+    tenants: mapping(tenant, "a mapping of tenant name → { tpm, rpm, weight }"),
     log: optionalSection(log),
   },
-  "a mapping with listen, store, fleet, admission, auth, admin, trust_proxy, tls, models, routes, gpu_groups, accounts, log",
+  "a mapping with listen, store, fleet, admission, auth, admin, trust_proxy, tls, models, routes, gpu_groups, accounts, tenants, log",
 );
 
 /** The config as written, scalars converted, constant defaults applied. */

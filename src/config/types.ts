@@ -46,6 +46,8 @@ export interface GatewayConfig {
   /** Bounded GPU groups by name. A pod tag not listed here is an unbounded tag. */
   readonly gpuGroups: Readonly<Record<string, GpuGroupConfig>>;
   readonly accounts: Readonly<Record<string, AccountConfig>>;
+  /** Tenants by name (groups of keys sharing a budget); empty when none. */
+  readonly tenants: Readonly<Record<string, TenantConfig>>;
   readonly log: { readonly level: LogLevel };
   /**
    * Valid but probably not what was meant: a clamped reserve, a bound another bound makes
@@ -90,6 +92,21 @@ export interface ClientKeyConfig {
   readonly maxPriority: Priority;
   /** In flight + queued for this key; unset = no per-key bound. */
   readonly maxInflight?: number;
+  /** Tokens per minute for this key's calls (its own bucket); unset = none. */
+  readonly tpm?: number;
+  /** Requests per minute for this key's calls; unset = none. */
+  readonly rpm?: number;
+  /** Its share in fair queuing within a class; unset = 1. */
+  readonly weight?: number;
+  /** The tenant (a name of `tenants`) whose budget the key's calls also count against. */
+  readonly tenant?: string;
+}
+
+/** A tenant: keys (`auth.keys[].tenant`) sharing one token and request budget and one weight. */
+export interface TenantConfig {
+  readonly tpm?: number;
+  readonly rpm?: number;
+  readonly weight?: number;
 }
 
 /** An admin key (dashboard and telemetry off loopback). */

@@ -79,6 +79,21 @@ export function keyLimit(key: ArrivalBudget, lane: Lane): KeyLimitError {
 }
 
 /**
+ * The refusal an arrival of estimate `cost` gets from its key, or null: the key's in flight +
+ * queued bound, then its (and its tenant's) token and request buckets (`key-meter.ts`).
+ */
+export function keyRefusal(
+  key: ArrivalBudget | null,
+  lane: Lane,
+  cost: number,
+  nowMs: number,
+): KeyLimitError | RateLimitError | null {
+  if (key === null) return null;
+  if (key.full) return keyLimit(key, lane);
+  return key.meter === null ? null : key.meter.refusal(lane.name, cost, nowMs);
+}
+
+/**
  * The refusal a call with token estimate `cost` and own class `rank` gets from its lane's token and
  * request budgets now, or null. A call that is not interactive must leave each bucket's
  * interactive reserve (`RateBudget.needs`): its estimate plus that reserve above a bucket's

@@ -5,7 +5,7 @@
  * (scheduler.ts) decides who is granted; this class only records it.
  */
 import type { Store } from "../store/store.js";
-import { queueFull } from "./arrival.js";
+import { keyRefusal, queueFull } from "./arrival.js";
 import type { SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
 import type { Lane } from "./lane.js";
@@ -49,7 +49,13 @@ export class Grants {
 
   /** Puts `t` in its lane's queue (the caller has applied the queue's refusal rules). */
   protected push(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    if (t.key !== null) t.key.queued++;
+    if (t.key !== null) {
+      t.key.queued++;
+      if (t.key.meter !== null) {
+        t.key.meter.queue(t.tokens, 1);
+        lane.keyMetered++;
+      }
+    }
     t.state = "waiting";
     lane.queue.push(t);
     lane.queuedTokens[t.rank] += t.tokens;
@@ -62,6 +68,10 @@ export class Grants {
     lane.queuedTokens[t.rank] -= t.tokens;
     if (lane.queue.size === 0) this.waiting.delete(lane);
     if (t.key !== null && t.key.queued > 0) t.key.queued--;
+    if (t.key !== null && t.key.meter !== null) {
+      t.key.meter.queue(t.tokens, -1);
+      if (lane.keyMetered > 0) lane.keyMetered--; // a reload may have given the key its meter meanwhile
+    }
     lane.noteQueue(nowMs);
   }
 
@@ -172,11 +182,29 @@ export class Grants {
       });
   }
 
+  /** Throws the refusal `t`'s key gives on arrival: its in flight + queued bound, then its buckets. */
+  protected refuseByKey(t: Ticket, nowMs: number): void {
+    const refusal = keyRefusal(t.key, t.laneRef, t.tokens, nowMs);
+    if (refusal !== null) throw this.refuse(t.laneRef, refusal);
+  }
+
+  /** The path `t` would be granted on now: its class and estimate, the pods that refused it, its key's budgets. */
+  protected pathFor(lane: Lane<Ticket>, t: Ticket, nowMs: number): Path | null {
+    const meter = t.key?.meter ?? null;
+    return lane.choosePath(t.rank, nowMs, t.tokens, t.dispatch?.refusedBy ?? null, false, meter);
+  }
+
+  /** The lane's part of `t`'s path: the lane's, with its key's budgets when it has them (`key-meter.ts`). */
+  protected lanePathOf(t: Ticket): Path {
+    const meter = t.key?.meter ?? null;
+    return meter === null ? t.laneRef.lanePath : meter.pathOf(t.laneRef.lanePath);
+  }
+
   /** Gives back the pod's part of `t`'s path; `t` keeps its lane's part. */
   protected leavePod(t: Ticket, nowMs: number): void {
     const path = t.path!;
     this.store.give(path, t.tokens, nowMs, path.podStart);
-    t.path = t.laneRef.lanePath;
+    t.path = this.lanePathOf(t);
   }
 
   /**
@@ -208,7 +236,7 @@ export class Grants {
       d.pod = null;
     }
     this.rollback(path, t.tokens, nowMs, path.podStart);
-    t.path = t.laneRef.lanePath;
+    t.path = this.lanePathOf(t);
   }
 
   /** Gives back locally what a take took and the fleet never confirmed. */

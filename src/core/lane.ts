@@ -5,6 +5,7 @@
  */
 import type { AccountBudget } from "./account.js";
 import type { Budget, ConcurrencyBudget } from "./budget.js";
+import type { KeyMeter } from "./key-meter.js";
 import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
@@ -76,6 +77,8 @@ export class Lane<T extends QueueNode = QueueNode> {
   owner: LaneOwner<T> | null = null;
   /** The provider account this lane belongs to (also on its path), or null. */
   account: AccountBudget | null = null;
+  /** Waiters whose key has token or request budgets (`key-meter.ts`): their refills can wake the lane. */
+  keyMetered = 0;
 
   constructor(
     readonly name: string,
@@ -130,7 +133,7 @@ export class Lane<T extends QueueNode = QueueNode> {
    * wake-ups, and the timer need not move when its waiters come and go.
    */
   get changesOnlyAtDeadlines(): boolean {
-    return this.pods === null && this.lanePath.solo !== null;
+    return this.pods === null && this.lanePath.solo !== null && this.keyMetered === 0;
   }
 
   /** The lane's in-flight capacity now: its limit, or less when its pods are narrower. */
@@ -144,25 +147,23 @@ export class Lane<T extends QueueNode = QueueNode> {
   /**
    * The waiter this lane would serve next if a slot frees, or null. The lane's budget answers
    * which classes still fit (the reserve rule lives there); aging does not unlock the reserve.
-   * Inside a class, flows (keys, tenants) take turns by weight (`WaitQueue.next`).
    */
   candidate(nowMs: number): T | null {
     if (this.queue.size === 0) return null;
     if (this.budget.hasRoom(DEFAULT_RANK)) return this.queue.best(nowMs, this.settings.agingMs);
-    if (this.budget.hasRoom(INTERACTIVE)) return this.queue.next(INTERACTIVE);
+    if (this.budget.hasRoom(INTERACTIVE)) return this.queue.head(INTERACTIVE);
     return null;
   }
 
   /**
-   * Who else to try when `c`, this lane's candidate, finds no room: the next waiter whose own
-   * class is interactive (the first, or the fair choice among flows), when `c` is not one and the
-   * lane has token or request buckets — their interactive reserve is closed to `c` even once
-   * aging has raised it (DESIGN §1.1), as {@link candidate} turns to that waiter for the lane's
-   * reserve slots. Null otherwise.
+   * Who else to try when `c`, this lane's candidate, finds no room: the first waiter whose own
+   * class is interactive, when `c` is not one and the lane has token or request buckets — their
+   * interactive reserve is closed to `c` even once aging has raised it (DESIGN §1.1), as
+   * {@link candidate} turns to that waiter for the lane's reserve slots. Null otherwise.
    */
   reserveCandidate(c: T): T | null {
     if (c.rank === INTERACTIVE || this.metered.length === 0) return null;
-    return this.queue.next(INTERACTIVE);
+    return this.queue.head(INTERACTIVE);
   }
 
   /**
@@ -177,6 +178,21 @@ export class Lane<T extends QueueNode = QueueNode> {
     cost: number,
     avoid: readonly Pod[] | null = null,
     podOnly = false,
+    /** The caller's key's budgets (`key-meter.ts`): checked with the lane's part, and on the path returned. */
+    meter: KeyMeter | null = null,
+  ): Path | null {
+    if (meter === null) return this.#choosePath(rank, nowMs, cost, avoid, podOnly);
+    if (!podOnly && !meter.hasRoom(rank, cost, nowMs)) return null;
+    const path = this.#choosePath(rank, nowMs, cost, avoid, podOnly);
+    return path === null ? null : meter.pathOf(path);
+  }
+
+  #choosePath(
+    rank: Rank,
+    nowMs: number,
+    cost: number,
+    avoid: readonly Pod[] | null,
+    podOnly: boolean,
   ): Path | null {
     const lanePath = this.lanePath;
     if (!podOnly && !lanePath.hasRoom(rank, cost, nowMs)) return null;
@@ -197,15 +213,18 @@ export class Lane<T extends QueueNode = QueueNode> {
 
   /**
    * When a budget on one of this lane's paths next gains room by itself (cooldown, pause, refill)
-   * for a call of own class `rank` costing `cost` (the lane's next waiter's).
+   * for a call of own class `rank` costing `cost` (the lane's next waiter's, with its key's `meter`).
    */
-  nextChangeAt(nowMs: number, cost: number, rank: Rank): number | undefined {
+  nextChangeAt(nowMs: number, cost: number, rank: Rank, meter?: KeyMeter | null): number | undefined {
     let at: number | undefined;
     for (const path of this.paths) {
       const change = path.nextChangeAt(nowMs, cost, rank);
       if (change !== undefined && (at === undefined || change < at)) at = change;
     }
-    return at;
+    // The waiter's key's buckets: they hold it only after usage above the estimates or, in a
+    // fleet, another replica's calls (`key-meter.ts`), and then until they refill.
+    const keyed = meter?.nextChangeAt(nowMs, cost, rank);
+    return keyed !== undefined && (at === undefined || keyed < at) ? keyed : at;
   }
 
   /**

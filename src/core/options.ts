@@ -10,7 +10,14 @@ import type { BreakerOptions, BreakerSettings } from "./breaker.js";
 import { resolveBreaker } from "./breaker-options.js";
 import type { Clock } from "./clock.js";
 import { DEFAULTS } from "./defaults.js";
-import { PRIORITIES, type Priority, rankOf } from "./priority.js";
+import {
+  type KeyOptions,
+  type ResolvedKey,
+  type ResolvedTenant,
+  resolveKeys,
+  resolveTenants,
+  type TenantOptions,
+} from "./key-options.js";
 import {
   type AccountOptions,
   accountShares,
@@ -24,6 +31,7 @@ import {
 } from "./rate-options.js";
 import { check, isInt, isNum, knownKeys } from "./validate.js";
 
+export type { KeyOptions, ResolvedKey, ResolvedTenant, TenantOptions } from "./key-options.js";
 export type { AccountOptions, ResolvedAccount } from "./rate-options.js";
 
 /** One endpoint serving a lane. */
@@ -76,8 +84,13 @@ export interface GovernorOptions {
   defaults?: Omit<LaneOptions, "pods" | "fallback" | "account">;
   /** Shared budgets (GPU groups) that lanes and pods join by name. */
   groups?: Record<string, { limit: number }>;
-  /** Keys (tenants): in flight + queued bound, and the highest class they may claim. */
-  keys?: Record<string, { maxInflight: number; maxPriority?: Priority }>;
+  /**
+   * Keys: in flight + queued bound, the highest class they may claim, their own token and request
+   * budgets, weight and tenant (`key-options.ts`).
+   */
+  keys?: Record<string, KeyOptions>;
+  /** Tenants: groups of keys (`keys[id].tenant`) sharing one token and request budget and one weight. */
+  tenants?: Record<string, TenantOptions>;
   /** Provider accounts that lanes join by name (`LaneOptions.account`): one meter across their lanes. */
   accounts?: Record<string, AccountOptions>;
   /** Time source. **Default:** `performance.now()`. Tests pass a `ManualClock`. */
@@ -120,12 +133,6 @@ export interface ResolvedLane extends LaneSettings, ResolvedLaneRates {
   maxQuotaPauseMs: number;
 }
 
-/** A key with every default applied. */
-export interface ResolvedKey {
-  maxInflight: number;
-  maxPriority: Priority;
-}
-
 const RESOLVED = Symbol.for("sluice.resolvedOptions");
 
 /**
@@ -134,12 +141,14 @@ const RESOLVED = Symbol.for("sluice.resolvedOptions");
  * already validated by its own schema). Other options (clock, random, …) pass through as given.
  */
 export interface ResolvedOptions
-  extends Omit<GovernorOptions, "lanes" | "defaults" | "groups" | "keys" | "accounts"> {
+  extends Omit<GovernorOptions, "lanes" | "defaults" | "groups" | "keys" | "tenants" | "accounts"> {
   readonly lanes: Readonly<Record<string, ResolvedLane>>;
   /** Settings of a lane created on first use (no pods, no fallback). */
   readonly defaults: ResolvedLane;
   readonly groups: Readonly<Record<string, { limit: number }>>;
   readonly keys: Readonly<Record<string, ResolvedKey>>;
+  /** Tenants by name; absent = none. */
+  readonly tenants?: Readonly<Record<string, ResolvedTenant>>;
   /** Provider accounts; absent = none. */
   readonly accounts?: Readonly<Record<string, ResolvedAccount>>;
   readonly [RESOLVED]: true;
@@ -181,15 +190,15 @@ export function resolveGovernorOptions(options: GovernorOptions | ResolvedOption
   const lanes: Record<string, ResolvedLane> = {};
   for (const [name, lane] of Object.entries(options.lanes ?? {}))
     lanes[name] = resolveLane(lane, {}, `lanes.${name}`, groups);
-  const keys: Record<string, ResolvedKey> = {};
-  for (const [name, k] of Object.entries(options.keys ?? {}))
-    keys[name] = { maxInflight: k.maxInflight, maxPriority: k.maxPriority ?? DEFAULTS.key.maxPriority };
+  const tenants = resolveTenants(options.tenants);
+  const keys = resolveKeys(options.keys, tenants);
   return markResolved({
     ...options,
     lanes,
     defaults: resolveLane(undefined, options.defaults ?? {}, "defaults", groups),
     groups,
     keys,
+    tenants,
     accounts: resolveAccounts(options.accounts, accountShares(lanes)),
   });
 }
@@ -325,7 +334,7 @@ export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): v
   check(typeof o === "object" && o !== null, "options", "an object", o);
   knownKeys(
     o,
-    ["lanes", "defaults", "groups", "keys", "accounts", "clock", "random", "store", "admission"],
+    ["lanes", "defaults", "groups", "keys", "tenants", "accounts", "clock", "random", "store", "admission"],
     "options",
   );
   if (o.admission !== undefined) {
@@ -349,16 +358,7 @@ export function validateGovernorOptions(o: GovernorOptions | ResolvedOptions): v
   for (const [name, g] of Object.entries(o.groups ?? {})) {
     check(isInt(g?.limit, 1), `groups.${name}.limit`, "an integer ≥ 1", g?.limit);
   }
-  for (const [name, k] of Object.entries(o.keys ?? {})) {
-    check(isInt(k?.maxInflight, 1), `keys.${name}.maxInflight`, "an integer ≥ 1", k?.maxInflight);
-    if (k.maxPriority !== undefined)
-      check(
-        rankOf(k.maxPriority) !== undefined,
-        `keys.${name}.maxPriority`,
-        `one of ${PRIORITIES.join(", ")}`,
-        k.maxPriority,
-      );
-  }
+  resolveKeys(o.keys, resolveTenants(o.tenants));
   if (o.clock !== undefined)
     check(typeof o.clock?.now === "function", "clock", "an object with now()", o.clock);
   if (o.random !== undefined)

@@ -11,8 +11,8 @@ import { MINUTE_MS, RateBudget } from "./rate-budget.js";
 
 /** One bucket's numbers now. */
 export interface RateLimitInfo {
-  /** Whose bucket: the lane's own, or its account's. */
-  scope: "lane" | "account";
+  /** Whose bucket: the lane's own, its account's, or the calling key's or its tenant's (`key-meter.ts`). */
+  scope: "lane" | "account" | "key" | "tenant";
   /** The lane's or the account's name. */
   name: string;
   unit: "tokens" | "requests";

@@ -10,12 +10,10 @@
  * waiter leaves no residue; every slot is given back exactly once.
  */
 
-import { keyLimit, queueFull, rateRefusal, shedVictim, waitExceedsTimeout } from "./arrival.js";
+import { keyRefusal, queueFull, rateRefusal, shedVictim, waitExceedsTimeout } from "./arrival.js";
 import type { ArrivalBudget } from "./budget.js";
 import { QueueTimeoutError, type SluiceError } from "./errors.js";
-import type { Flow } from "./fair-queue.js";
 import { Grants } from "./grants.js";
-import { heldForAnother } from "./held.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import type { Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
@@ -42,7 +40,7 @@ export class Scheduler extends Grants {
    */
   admit(t: Ticket, nowMs: number): "granted" | "queued" {
     const lane = t.laneRef;
-    if (t.key?.full) throw this.refuse(lane, keyLimit(t.key, lane));
+    this.refuseByKey(t, nowMs);
     t.enqueuedAt = nowMs;
     if (this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs)) return "granted";
     this.#enqueue(lane, t, nowMs);
@@ -53,11 +51,10 @@ export class Scheduler extends Grants {
   /** Grants `t` at once when nobody waits in its lane and its whole path has room. */
   #grantNow(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
     if (lane.queue.size > 0) return false;
-    const path = lane.choosePath(t.rank, nowMs, t.tokens);
+    const path = this.pathFor(lane, t, nowMs);
     if (path === null) return false;
     // Only a metered path can be held for another lane's waiter (the check is on every grant).
-    if (path.metered.length > 0 && heldForAnother(this.waiting, path, t.rank, t.arrivedAt, nowMs, lane))
-      return false;
+    if (path.metered.length > 0 && this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
     this.grant(lane, t, path, nowMs);
     return true;
   }
@@ -79,7 +76,7 @@ export class Scheduler extends Grants {
   /** Grants `t` only if its whole path has room now; never queues (shadow mode, `wait: false`). */
   admitNow(t: Ticket, nowMs: number): "granted" {
     const lane = t.laneRef;
-    if (t.key?.full) throw this.refuse(lane, keyLimit(t.key, lane));
+    this.refuseByKey(t, nowMs);
     if (this.grantIfFree(t, nowMs)) return "granted";
     const rate = rateRefusal(lane, t.tokens, nowMs, false, t.rank);
     if (rate !== null) throw this.refuse(lane, rate);
@@ -89,7 +86,7 @@ export class Scheduler extends Grants {
   /** Grants `t` if a pass would grant it now; otherwise changes nothing (no refusal, no event). */
   grantIfFree(t: Ticket, nowMs: number): boolean {
     const lane = t.laneRef;
-    if (t.key?.full) return false;
+    if (t.key !== null && keyRefusal(t.key, lane, t.tokens, nowMs) !== null) return false;
     t.enqueuedAt = nowMs;
     return this.#grantNow(lane, t, nowMs) || this.#grantAsWaiter(lane, t, nowMs);
   }
@@ -105,7 +102,8 @@ export class Scheduler extends Grants {
     cost: number,
     nowMs: number,
   ): SluiceError | null {
-    if (key?.full) return this.refuse(lane, keyLimit(key, lane));
+    const byKey = keyRefusal(key, lane, cost, nowMs);
+    if (byKey !== null) return this.refuse(lane, byKey);
     const queue = lane.queue;
     const metered = lane.metered.length > 0;
     if (!metered || lane.lanePath.hasRoom(rank, cost, nowMs)) {
@@ -113,7 +111,7 @@ export class Scheduler extends Grants {
       // An interactive call takes a free reserve slot ahead of waiters that may not use it.
       if (rank === INTERACTIVE && lane.budget.hasRoom(rank) && queue.head(INTERACTIVE) === null) return null;
     }
-    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY, cost, nowMs, key?.flow ?? null);
+    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY, cost, nowMs);
   }
 
   /**
@@ -127,13 +125,12 @@ export class Scheduler extends Grants {
     arrivedAt: number,
     cost: number,
     nowMs: number,
-    flow: Flow | null,
   ): SluiceError | null {
     if (lane.metered.length > 0) {
       const rate = rateRefusal(lane, cost, nowMs, true, rank);
       if (rate !== null) return this.refuse(lane, rate);
     }
-    const position = lane.queue.positionForArrival(rank, flow);
+    const position = lane.queue.positionForArrival(rank);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
       return this.refuse(lane, queueFull(lane, position, "expected_wait", rank));
@@ -143,7 +140,7 @@ export class Scheduler extends Grants {
   }
 
   #enqueue(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs, t.flow);
+    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs);
     if (refusal !== null) throw refusal;
     if (lane.queue.size >= lane.settings.queueLimit)
       this.shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
@@ -166,21 +163,18 @@ export class Scheduler extends Grants {
       let bestLane: Lane<Ticket> | null = null;
       let bestPath: Path | null = null;
       let bestRank = 3;
-      let bestArrived = 0;
       for (const lane of this.waiting) {
         const c = this.#choose(lane, nowMs);
         if (c === null) continue;
         const path = this.#chosen!;
-        // A lane competes with its waiter's class's oldest (the waiter itself unless flows share it).
-        const o = lane.queue.head(c.rank) ?? c;
-        const rank = effectiveRank(o.rank, o.arrivedAt, nowMs, lane.settings.agingMs);
-        if (best !== null && (rank > bestRank || (rank === bestRank && o.arrivedAt >= bestArrived))) continue;
-        if (heldForAnother(this.waiting, path, rank, o.arrivedAt, nowMs, lane)) continue;
+        const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
+        if (best !== null && (rank > bestRank || (rank === bestRank && c.arrivedAt >= best.arrivedAt)))
+          continue;
+        if (this.#held(path, rank, c.arrivedAt, nowMs, lane)) continue;
         best = c;
         bestLane = lane;
         bestPath = path;
         bestRank = rank;
-        bestArrived = o.arrivedAt;
       }
       if (best === null || bestLane === null || bestPath === null) return;
       this.#serve(bestLane, best, bestPath, nowMs);
@@ -207,11 +201,11 @@ export class Scheduler extends Grants {
   #choose(lane: Lane<Ticket>, nowMs: number): Ticket | null {
     let c = lane.candidate(nowMs);
     if (c === null) return null;
-    let path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+    let path = this.pathFor(lane, c, nowMs);
     if (path === null) {
       c = lane.reserveCandidate(c);
       if (c === null) return null;
-      path = lane.choosePath(c.rank, nowMs, c.tokens, c.dispatch?.refusedBy ?? null);
+      path = this.pathFor(lane, c, nowMs);
       if (path === null) return null;
     }
     this.#chosen = path;
@@ -221,10 +215,30 @@ export class Scheduler extends Grants {
   /** Takes `t` out of line and grants it `path`. */
   #serve(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
     this.#chosen = null;
-    lane.queue.charge(t); // its flow's turn is used (fair-queue.ts); a cancel or timeout pays none
     this.remove(lane, t, nowMs);
     this.grant(lane, t, path, nowMs);
     this.hooks.granted(t);
+  }
+
+  /**
+   * A rate budget keeps its refill for the best waiter it cannot cover yet (DESIGN §1: waiters are
+   * served by effective class, then arrival): true when a waiter of another lane, better than
+   * (`rank`, `arrivedAt`), is held up by a metered budget on `path`. Without this, small calls of
+   * one model would keep an account's bucket low and a large call of another would never fit.
+   * Holding costs no capacity: tokens not taken stay in the bucket for the waiter that needs them.
+   */
+  #held(path: Path, rank: number, arrivedAt: number, nowMs: number, own: Lane<Ticket>): boolean {
+    if (path.metered.length === 0 || this.waiting.size === 0) return false;
+    for (const lane of this.waiting) {
+      if (lane === own || lane.metered.length === 0) continue;
+      const c = lane.candidate(nowMs);
+      if (c === null) continue;
+      const r = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
+      if (r > rank || (r === rank && c.arrivedAt >= arrivedAt)) continue;
+      for (const b of lane.metered)
+        if (path.metered.includes(b) && !b.hasRoom(c.rank, c.tokens, nowMs)) return true;
+    }
+    return false;
   }
 
   /** Ends a granted ticket: the pod hears the outcome, every slot is given back, waiters run. */
@@ -287,7 +301,7 @@ export class Scheduler extends Grants {
     this.leavePod(t, nowMs);
     if (d.refusedBy === null) d.refusedBy = [refused];
     else d.refusedBy.push(refused);
-    const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true);
+    const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true, t.key?.meter ?? null);
     if (path !== null && !d.refusedBy.includes(path.pod!)) {
       this.store.commit(path, t.tokens, nowMs, path.podStart); // choosePath just found room
       this.attach(t, path, nowMs);
@@ -370,7 +384,7 @@ export class Scheduler extends Grants {
       // A bucket's refill depends on the estimate and class of the waiter it is for: the lane's
       // next one, or the first interactive one, which may use the reserve the next one may not.
       const c = lane.candidate(nowMs);
-      const change = lane.nextChangeAt(nowMs, c?.tokens ?? 0, c?.rank ?? INTERACTIVE);
+      const change = lane.nextChangeAt(nowMs, c?.tokens ?? 0, c?.rank ?? INTERACTIVE, c?.key?.meter);
       if (change !== undefined && (at === undefined || change < at)) at = change;
       const i = c === null ? null : lane.reserveCandidate(c);
       const reserved = i === null ? undefined : lane.nextChangeAt(nowMs, i.tokens, INTERACTIVE);

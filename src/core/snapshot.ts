@@ -128,6 +128,24 @@ export interface KeySnapshot {
   max_inflight: number;
   inflight: number;
   queued: number;
+  /** The tenant whose budget the key shares; absent = none. */
+  tenant?: string;
+  /**
+   * The key's own token and request budgets (`tpm`, `rpm`): used in the last minute against the
+   * rate; both absent when the key has neither, null for the one it lacks.
+   */
+  tokens?: BucketSnapshot | null;
+  requests?: BucketSnapshot | null;
+}
+
+/** A tenant (keys sharing one budget): its keys' calls summed, and its buckets. */
+export interface TenantSnapshot {
+  tenant: string;
+  keys: string[];
+  inflight: number;
+  queued: number;
+  tokens: BucketSnapshot | null;
+  requests: BucketSnapshot | null;
 }
 
 /** The admission bound across every lane (when one is set). */
@@ -151,6 +169,8 @@ export interface Snapshot {
   pods: PodSnapshot[];
   groups: GroupSnapshot[];
   keys: KeySnapshot[];
+  /** Tenants (groups of keys sharing a budget); absent when none is configured. */
+  tenants?: TenantSnapshot[];
   accounts: AccountSnapshot[];
   admission?: AdmissionSnapshot;
   /** Where budgets are counted: `memory`, or a fleet store and its state (`connected`, or the outage policy in force). */
@@ -268,8 +288,40 @@ export function admissionGroupSnapshot(a: AdmissionBudget): GroupSnapshot {
   };
 }
 
-export function keySnapshot(name: string, k: ArrivalBudget): KeySnapshot {
-  return { key: name, max_inflight: k.limit, inflight: k.inflight, queued: k.queued };
+export function keySnapshot(name: string, k: ArrivalBudget, nowMs: number, tenant?: string): KeySnapshot {
+  const own = k.meter?.parts.find((p) => p.scope === "key")?.budget ?? null;
+  return {
+    key: name,
+    max_inflight: k.limit,
+    inflight: k.inflight,
+    queued: k.queued,
+    // Only what is configured: a key without a tenant or budgets shows what it always has.
+    ...(tenant === undefined ? {} : { tenant }),
+    ...(own === null
+      ? {}
+      : {
+          tokens: own.tokens ? bucketSnapshot(own.tokens, nowMs) : null,
+          requests: own.requests ? bucketSnapshot(own.requests, nowMs) : null,
+        }),
+  };
+}
+
+/** A tenant from its keys' snapshots and its budget (null when it has no `tpm` / `rpm`). */
+export function tenantSnapshot(
+  name: string,
+  keys: readonly KeySnapshot[],
+  budget: AccountBudget | null,
+  nowMs: number,
+): TenantSnapshot {
+  const members = keys.filter((k) => k.tenant === name);
+  return {
+    tenant: name,
+    keys: members.map((k) => k.key),
+    inflight: members.reduce((n, k) => n + k.inflight, 0),
+    queued: members.reduce((n, k) => n + k.queued, 0),
+    tokens: budget?.tokens ? bucketSnapshot(budget.tokens, nowMs) : null,
+    requests: budget?.requests ? bucketSnapshot(budget.requests, nowMs) : null,
+  };
 }
 
 export function admissionSnapshot(a: AdmissionBudget): AdmissionSnapshot {

@@ -5,7 +5,9 @@
  * Each model is a lane; `admission.max_concurrency` / `max_queued` are the Governor's admission
  * bound (on every lane's path); each account is the Governor's account (in-flight cap, adaptive,
  * `tpm`, `rpm`, quota pause) that every lane of the account joins; a model's `tpm` / `rpm` are its
- * lane's own buckets; bounded GPU groups are groups a lane or its pods join.
+ * lane's own buckets; bounded GPU groups are groups a lane or its pods join. A key's `tpm` / `rpm`
+ * and its tenant's are budgets on its calls' paths (core/key-meter.ts); `weight` is its share in
+ * fair queuing within a class.
  */
 import { laneLimit } from "../config/reach.js";
 import type { GatewayConfig, ModelConfig } from "../config/types.js";
@@ -17,6 +19,7 @@ import {
   type ResolvedKey,
   type ResolvedLane,
   type ResolvedOptions,
+  type ResolvedTenant,
 } from "../core/options.js";
 import type { Store } from "../store/store.js";
 
@@ -44,14 +47,24 @@ export function governorOptions(config: GatewayConfig, clock?: Clock, store?: St
   for (const m of config.models) lanes[m.name] = lane(config, m, accountOf.get(m.name));
   const keys: Record<string, ResolvedKey> = {};
   for (const k of config.auth.keys) {
-    keys[k.id] = { maxInflight: k.maxInflight ?? Number.MAX_SAFE_INTEGER, maxPriority: k.maxPriority };
+    keys[k.id] = {
+      maxInflight: k.maxInflight ?? Number.MAX_SAFE_INTEGER,
+      maxPriority: k.maxPriority,
+      ...(k.tpm === undefined ? {} : { tpm: k.tpm }),
+      ...(k.rpm === undefined ? {} : { rpm: k.rpm }),
+      ...(k.weight === undefined ? {} : { weight: k.weight }),
+      ...(k.tenant === undefined ? {} : { tenant: k.tenant }),
+    };
   }
+  // A team's keys share its budget and weight (`auth.keys[].tenant`).
+  const tenants: Record<string, ResolvedTenant> = { ...config.tenants };
   return markResolved({
     lanes,
     // The gateway refuses a model not in the config before it reaches a lane.
     defaults: passThroughLane(),
     groups,
     keys,
+    tenants,
     accounts,
     // The gateway bound: in flight across every lane, and requests admitted before their body.
     admission: { maxInflight: config.admission.maxConcurrency, maxQueued: config.admission.maxQueued },

@@ -8,8 +8,17 @@
  */
 import type { GatewayConfig } from "../config/types.js";
 
-/** The names of the models whose calls must carry a token estimate (see above). */
+/**
+ * The names of the models whose calls must carry a token estimate (see above). A key's or
+ * tenant's `tpm` is on the path of its calls to every model, so with one configured every model's
+ * calls are estimated (whoever calls: the estimate is read before the key's budget is known to
+ * matter, and one rule keeps every model's answer the same).
+ */
 export function meteredModels(config: GatewayConfig): Set<string> {
+  const keyed =
+    config.auth.keys.some((k) => k.tpm !== undefined) ||
+    Object.values(config.tenants).some((t) => t.tpm !== undefined);
+  if (keyed) return new Set(config.models.map((m) => m.name));
   const own = new Set<string>();
   for (const m of config.models) if (m.tpm !== undefined) own.add(m.name);
   for (const a of Object.values(config.accounts))

@@ -238,11 +238,14 @@ export class Governor {
    * account's): what the gateway's `RateLimit` and `x-ratelimit-*` answer headers report. What
    * `remaining` says is for a call of class `priority`: a class other than interactive may not
    * take the buckets' interactive reserve, so it is told what it can use. **Default:** interactive
-   * (the whole level).
+   * (the whole level). With `key`, that key's buckets and its tenant's follow.
    */
-  rateLimits(lane: string, priority: Priority = "interactive"): RateLimitInfo[] {
+  rateLimits(lane: string, priority: Priority = "interactive", key?: string): RateLimitInfo[] {
     const l = this.#registry.lanes.get(lane);
-    return l === undefined ? [] : rateLimitsOf(l, this.#clock.now(), rankOrThrow(priority));
+    const now = this.#clock.now();
+    const limits = l === undefined ? [] : rateLimitsOf(l, now, rankOrThrow(priority));
+    const meter = l === undefined ? null : (this.#registry.key(key)?.meter ?? null); // key-meter.ts
+    return meter === null ? limits : [...limits, ...meter.rateLimits(now)];
   }
 
   /**

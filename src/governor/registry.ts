@@ -25,11 +25,14 @@ import {
   groupSnapshot,
   keySnapshot,
   laneSnapshot,
+  tenantSnapshot,
   podSnapshot,
   type Snapshot,
   withoutFleetCounts,
 } from "../core/snapshot.js";
+import type { KeyBudget } from "../core/key-meter.js";
 import type { Store } from "../store/store.js";
+import { syncKeyBudgets, tenantBudgetKey, tenantOf } from "./key-budgets.js";
 import { passThroughLease } from "./pass-through.js";
 
 /** Told when a pod's breaker changes: the lane that created the pod, the pod, the transition. */
@@ -49,6 +52,8 @@ export class Registry {
   readonly passThrough = new Map<string, Lease>();
   readonly groups = new Map<string, ConcurrencyBudget>();
   readonly keys = new Map<string, ArrivalBudget>();
+  /** Keys' and tenants' token and request budgets by store key (`key-budgets.ts`), on their calls' paths. */
+  readonly keyBudgets = new Map<string, KeyBudget>();
   /** Provider accounts by name: each one budget on the path of every lane of the account. */
   readonly accounts = new Map<string, AccountBudget>();
   /** One pod per URL, whichever lanes list it. */
@@ -105,6 +110,7 @@ export class Registry {
       budget.maxRank = rankOf(k.maxPriority)!;
       return budget;
     });
+    syncKeyBudgets(store, options, this.keys, this.keyBudgets, this.now());
     syncMap(this.accounts, options.accounts ?? {}, (name, settings) => {
       const account = store.account(`account:${name}`, settings, this.now(), name);
       account.reconfigure(settings, this.now());
@@ -157,13 +163,23 @@ export class Registry {
         ...(admission === null ? [] : [admissionGroupSnapshot(admission)]),
         ...[...this.groups].map(([name, g]) => groupSnapshot(name, g)),
       ],
-      keys: [...this.keys].map(([name, k]) => keySnapshot(name, k)),
+      ...this.#keysSnapshot(now),
       accounts: [...this.accounts.values()].map((a) => accountSnapshot(a, this.#lanesOfAccount(a), now)),
       ...(admission === null ? {} : { admission: admissionSnapshot(admission) }),
       store,
     };
     const counted = store.mode === "memory" || store.mode === "connected";
     return counted ? snapshot : withoutFleetCounts(snapshot);
+  }
+
+  /** Keys with their own budgets, and tenants (only when configured) with their keys summed. */
+  #keysSnapshot(now: number): Pick<Snapshot, "keys" | "tenants"> {
+    const tenantOfKey = tenantOf(this.#options);
+    const keys = [...this.keys].map(([name, k]) => keySnapshot(name, k, now, tenantOfKey.get(name)));
+    const names = Object.keys(this.#options.tenants ?? {});
+    if (names.length === 0) return { keys };
+    const budget = (name: string) => this.keyBudgets.get(tenantBudgetKey(name))?.budget ?? null;
+    return { keys, tenants: names.map((name) => tenantSnapshot(name, keys, budget(name), now)) };
   }
 
   /** The lanes of `account`, in the order they were created. */

@@ -363,7 +363,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** The headers sluice adds to an answer (with token or request budgets, their numbers). */
   #answerHeaders(): Record<string, string | number> {
     this.#extra["x-sluice-queue-ms"] = Math.round(this.#lease.queuedMs);
-    const limits = this.gw.governor.rateLimits(this.#lease.lane, this.#lease.priority);
+    const limits = this.gw.governor.rateLimits(this.#lease.lane, this.#lease.priority, this.ctx.claim?.key);
     if (limits.length > 0) Object.assign(this.#extra, rateLimitHeaders(limits));
     return this.#extra;
   }
