@@ -3,25 +3,21 @@
  * capacity refusals (and so safe to send again), how long to wait, and the window the gateway
  * advertises.
  */
+import { CAPACITY_REFUSAL_CODES } from "../core/errors.js";
+import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
 
 /**
- * The `X-Sluice-Reason` codes of sluice's capacity refusals. Each is answered before the call is
- * forwarded (admission, the queue, every pod tripped, the store, draining), so sending the request
- * again can never run it twice, and each means "not now". Other codes are not replayed:
- * `queue_timeout` is the bound the caller asked for, reached (seed 002 D4: a queue timeout is
- * never retried — the caller's own deadline has passed, and a retry would queue it again);
+ * The `X-Sluice-Reason` codes of sluice's capacity refusals the client sends again: every capacity
+ * refusal (`CAPACITY_REFUSAL_CODES`, from the error classes) is answered before the call is
+ * forwarded, so sending it again can never run it twice — but `queue_timeout`, the bound the
+ * caller asked for, reached (seed 002 D4: a queue timeout is never retried — the caller's own
+ * deadline has passed, and a retry would queue it again). Other codes are not replayed:
  * `upstream_error` and `upstream_timeout` (502/504) come from a call a pod may have started; bad
  * input (400, 401, 404, 413, …) would only be refused again.
  */
-export const REPLAYABLE_REASONS: ReadonlySet<string> = new Set([
-  "queue_full",
-  "key_limit",
-  "rate_limit",
-  "quota_paused",
-  "upstream_unavailable",
-  "store_unavailable",
-  "draining",
-]);
+export const REPLAYABLE_REASONS: ReadonlySet<string> = new Set(
+  CAPACITY_REFUSAL_CODES.filter((code) => code !== "queue_timeout"),
+);
 
 /** The refusal's code when `res` is a sluice capacity refusal (429 or 503 with `X-Sluice-Reason`), else undefined. */
 export function sluiceRefusal(res: Response): string | undefined {
@@ -30,8 +26,8 @@ export function sluiceRefusal(res: Response): string | undefined {
   return reason !== null && REPLAYABLE_REASONS.has(reason) ? reason : undefined;
 }
 
-/** When an answer carries no wait at all: the gateway's own minimum (`MIN_RETRY_AFTER_MS`). */
-export const DEFAULT_RETRY_AFTER_MS = 1000;
+/** When an answer carries no wait at all: the gateway's own minimum. */
+export const DEFAULT_RETRY_AFTER_MS = MIN_RETRY_AFTER_MS;
 
 /**
  * The wait an answer asks for, in ms: `retry-after-ms` when present (sluice and OpenAI send it),

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   BreakerOpenError,
+  CAPACITY_REFUSAL_CODES,
   ConfigError,
   isBreakerOpenError,
   isConfigError,
@@ -167,6 +168,15 @@ describe("errors, from one table", () => {
         if (other.code !== row.code) assert.ok(!(e instanceof other.cls), `not a ${other.cls.name}`);
     });
   }
+
+  test("the capacity refusal codes are every refusal class's code (429 or 503) and draining, each once", () => {
+    const refusals = table.filter((row) => row.status === 429 || row.status === 503).map((row) => row.code);
+    assert.deepEqual(
+      [...new Set(CAPACITY_REFUSAL_CODES)].sort(),
+      [...new Set([...refusals, "draining"])].sort(),
+    );
+    assert.equal(new Set(CAPACITY_REFUSAL_CODES).size, CAPACITY_REFUSAL_CODES.length);
+  });
 
   test("a queue timeout is a TimeoutError; a plain Error is no SluiceError", () => {
     assert.ok(new QueueTimeoutError("chat", 1, 1, 1000) instanceof TimeoutError);

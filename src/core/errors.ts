@@ -5,6 +5,8 @@
  * two loaded copies of sluice because each class checks a `Symbol.for` brand.
  */
 
+import { MIN_RETRY_AFTER_MS } from "./retry-after.js";
+
 const BRAND = Symbol.for("sluice.error");
 
 /** The stable codes; equal to the gateway's `error.code` for the same refusal. */
@@ -108,7 +110,7 @@ export class QueueTimeoutError extends TimeoutError {
     readonly waitedMs: number,
     /** 1-based position in the lane's queue when it timed out. */
     readonly position: number,
-    readonly retryAfterMs = 1000,
+    readonly retryAfterMs = MIN_RETRY_AFTER_MS,
   ) {
     super(
       `waited ${Math.round(waitedMs)} ms for model capacity on lane ${lane} (position ${position} in its queue); raise the lane's queueTimeoutMs or its limit`,
@@ -234,7 +236,7 @@ export class StoreUnavailableError extends SluiceError {
 
   constructor(
     readonly detail: string,
-    readonly retryAfterMs = 1000,
+    readonly retryAfterMs = MIN_RETRY_AFTER_MS,
   ) {
     super(`the fleet store is unavailable: ${detail}`);
   }
@@ -267,6 +269,24 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   return typeof value;
 }
+
+/**
+ * The codes of sluice's capacity refusals, each once: "not now", nothing was sent upstream. Taken
+ * from the refusal classes' `CODES`, plus `draining` (the gateway refuses a draining replica's
+ * calls before any class is made). In the order the dashboard and `/metrics` list them. The client
+ * (which codes it replays), the metrics (`refusals_total`'s reasons) derive from it; the dashboard
+ * page, served as written, keeps a copy a test compares with it.
+ */
+export const CAPACITY_REFUSAL_CODES: readonly SluiceErrorCode[] = [
+  ...QueueFullError.CODES,
+  ...KeyLimitError.CODES,
+  ...RateLimitError.CODES,
+  ...QuotaPausedError.CODES,
+  ...QueueTimeoutError.CODES,
+  ...BreakerOpenError.CODES,
+  ...StoreUnavailableError.CODES,
+  "draining",
+] as SluiceErrorCode[];
 
 /** Guard for {@link QueueFullError} that works across package copies. */
 export const isQueueFullError = (e: unknown): e is QueueFullError =>

@@ -10,6 +10,14 @@
 /** Floor for Retry-After: HTTP's header is whole seconds, and 0 invites a hot loop. */
 export const MIN_RETRY_AFTER_MS = 1000;
 
+/**
+ * A wait as a refusal's Retry-After: whole ms, never below {@link MIN_RETRY_AFTER_MS}. The one
+ * place the floor is applied; every refusal's number goes through it.
+ */
+export function retryAfterFloor(ms: number): number {
+  return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(ms));
+}
+
 /** Smoothed mean of how long leases are held; the drain-rate measurement. */
 export class HoldTime {
   /**
@@ -40,6 +48,5 @@ export function expectedWaitMs(position: number, width: number, hold: HoldTime):
 
 /** Retry-After in ms for a caller refused at `position`: the expected wait, at least 1 s. */
 export function retryAfterMs(position: number, width: number, hold: HoldTime): number {
-  const expected = expectedWaitMs(position, width, hold);
-  return expected === undefined || expected < MIN_RETRY_AFTER_MS ? MIN_RETRY_AFTER_MS : Math.ceil(expected);
+  return retryAfterFloor(expectedWaitMs(position, width, hold) ?? MIN_RETRY_AFTER_MS);
 }

@@ -5,7 +5,7 @@
 import { BreakerOpenError, QuotaPausedError, type SluiceError } from "../core/errors.js";
 import type { Lane } from "../core/lane.js";
 import type { Ticket } from "../core/lease.js";
-import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+import { retryAfterFloor } from "../core/retry-after.js";
 import type { Scheduler } from "../core/scheduler.js";
 import type { Registry } from "./registry.js";
 
@@ -31,12 +31,7 @@ export function route(
   if (fallback !== undefined) return fallback;
   if (pausedMs !== undefined) {
     const account = lane.account !== null && lane.account.quotaUntil > now ? lane.account.name : undefined;
-    const error = new QuotaPausedError(
-      lane.name,
-      lane.pods?.length ?? 0,
-      Math.max(MIN_RETRY_AFTER_MS, Math.ceil(pausedMs)),
-      account,
-    );
+    const error = new QuotaPausedError(lane.name, lane.pods?.length ?? 0, retryAfterFloor(pausedMs), account);
     if (scheduler.onRefusal.size > 0) scheduler.onRefusal.emit({ lane: lane.name, error });
     return error;
   }
@@ -49,6 +44,6 @@ export function breakerOpen(lane: Lane<Ticket>, now: number): BreakerOpenError {
   for (const pod of lane.pods ?? []) {
     if ((pod.breaker.reopensAt() ?? 0) < (first!.breaker.reopensAt() ?? 0)) first = pod;
   }
-  const retryMs = Math.max(MIN_RETRY_AFTER_MS, Math.ceil((first?.breaker.reopensAt() ?? now) - now));
+  const retryMs = retryAfterFloor((first?.breaker.reopensAt() ?? now) - now);
   return new BreakerOpenError(lane.name, first?.id ?? lane.name, retryMs);
 }

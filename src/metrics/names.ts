@@ -4,6 +4,7 @@
  * the docs (docs/metrics.md) and the tests all read these constants; nothing else spells a
  * metric name.
  */
+import { CAPACITY_REFUSAL_CODES } from "../core/errors.js";
 
 /** The prefix of every name below; `PrometheusMetrics` can swap it (`options.prefix`). */
 export const METRIC_PREFIX = "sluice_";
@@ -295,18 +296,12 @@ export type TokenKind = "prompt" | "completion";
 export const BREAKER_STATE_VALUES = { closed: 0, half_open: 1, open: 2 } as const;
 
 /**
- * Every refusal reason sluice or its gateway can give (DESIGN §3.2 codes); `refusals_total` starts
- * each at 0 so `rate()` sees the series before the first refusal.
+ * Every refusal reason sluice or its gateway can give (DESIGN §3.2 codes): the capacity refusals
+ * (from the error classes, `CAPACITY_REFUSAL_CODES`), then the gateway's bad-input codes;
+ * `refusals_total` starts each at 0 so `rate()` sees the series before the first refusal.
  */
 export const REFUSAL_REASONS = [
-  "queue_full",
-  "key_limit",
-  "rate_limit",
-  "quota_paused",
-  "queue_timeout",
-  "upstream_unavailable",
-  "store_unavailable",
-  "draining",
+  ...CAPACITY_REFUSAL_CODES,
   "body_too_large",
   "request_timeout",
   "bad_request",

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { CAPACITY_REFUSAL_CODES } from "../../src/core/errors.js";
 
 interface Rates {
   t: number;
@@ -71,4 +72,9 @@ test("counts the trailing minute, or since the page opened while that is shorter
   at(1100, 3); // the counter went down: a restarted gateway
   assert.deepEqual([last().span, last().perMinute.get("queue_full")], [0, 0]);
   for (const code of [...page.CODES, page.OTHER]) assert.ok(last().perMinute.has(code), code);
+});
+
+test("the page charts the capacity codes of src/core/errors.ts, in their order", () => {
+  // The page is served as written and cannot import the TypeScript: its copy is held equal here.
+  assert.deepEqual(page.CODES, [...CAPACITY_REFUSAL_CODES]);
 });

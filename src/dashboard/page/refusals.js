@@ -6,7 +6,11 @@
  * opened, while that is less than a minute, and said so).
  */
 
-/** The capacity codes charted one by one (DESIGN §3.2); every other reason is "bad input". */
+/**
+ * The capacity codes charted one by one (DESIGN §3.2); every other reason is "bad input". A copy
+ * of `CAPACITY_REFUSAL_CODES` (src/core/errors.ts): the page is served as written and imports no
+ * TypeScript; test/dashboard/refusal-counts.test.ts holds the two equal.
+ */
 export const CODES = [
   "queue_full",
   "key_limit",
