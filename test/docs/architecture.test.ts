@@ -1,0 +1,78 @@
+/**
+ * What docs/architecture.md says that a test can check (issue 23: "docs/architecture.md made
+ * true, with a test for the claims a test can check"): every file it names exists, its list of
+ * Redis scripts is the scripts in src/store/lua (their count too), the fleet defaults it quotes
+ * are core/defaults.ts's, and the scheduler's one place of grant and give-back is where it says.
+ */
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { DEFAULTS } from "../../src/core/defaults.js";
+
+const DOC = readFileSync("docs/architecture.md", "utf8");
+
+function files(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === "node_modules" || name.startsWith(".")) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) files(path, out);
+    else out.push(path.split("\\").join("/"));
+  }
+  return out;
+}
+
+describe("docs/architecture.md", () => {
+  test("every file it names exists (a module named inside its folder's section by its path there)", () => {
+    const tree = ["src", "test", "scripts", "docs", "bench"].flatMap((d) => files(d));
+    const named = new Set(
+      [...DOC.matchAll(/`([\w./-]+\.(?:ts|js|mjs|lua|md|json))`/g)]
+        .map((m) => m[1]!)
+        .filter((name) => !name.includes("*")),
+    );
+    assert.ok(named.size > 50, `found the names (${named.size})`);
+    const missing = [...named].filter(
+      (name) => !existsSync(name) && !tree.some((path) => path.endsWith(`/${name}`)),
+    );
+    assert.deepEqual(missing, [], "named in docs/architecture.md, absent from the tree");
+  });
+
+  test("its Redis scripts are the ones in src/store/lua, and so is their count", () => {
+    const row =
+      /\| `redis-scripts\.ts`, `lua\/\*\.lua` \| one `\.lua` file per operation, (\d+) in all \(([^)]*)\)/.exec(
+        DOC,
+      );
+    assert.ok(row, "the redis-scripts row states a count and lists the scripts");
+    const listed = row[2]!.split(",").map((s) => s.trim());
+    const onDisk = readdirSync("src/store/lua")
+      .filter((f) => f.endsWith(".lua") && !f.startsWith("_"))
+      .map((f) => f.slice(0, -".lua".length));
+    assert.deepEqual([...listed].sort(), [...onDisk].sort());
+    assert.equal(Number(row[1]), onDisk.length);
+  });
+
+  test("the fleet defaults it quotes are core/defaults.ts's", () => {
+    const said =
+      /lease TTL \((\d+) s\), outage policy \(`(\w+)`\), expected\s+replicas \((\d+)\) and key prefix \(`(\w+)`\)/.exec(
+        DOC,
+      );
+    assert.ok(said, "the defaults paragraph quotes the fleet's defaults");
+    assert.deepEqual(
+      [Number(said[1]) * 1000, said[2], Number(said[3]), said[4]],
+      [
+        DEFAULTS.fleet.leaseTtlMs,
+        DEFAULTS.fleet.onStoreError,
+        DEFAULTS.fleet.expectedReplicas,
+        DEFAULTS.fleet.prefix,
+      ],
+    );
+  });
+
+  test("a path is taken and given back in grants.ts, the scheduler's bookkeeping half, as it says", () => {
+    assert.match(DOC, /\| `grants\.ts` \| `Grants`[^|]*`grant` and `giveBack`/);
+    const grants = readFileSync("src/core/grants.ts", "utf8");
+    assert.match(grants, /\n {2}protected grant\(/);
+    assert.match(grants, /\n {2}protected giveBack\(/);
+    assert.match(readFileSync("src/core/scheduler.ts", "utf8"), /class Scheduler extends Grants\b/);
+  });
+});
