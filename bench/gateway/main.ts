@@ -18,7 +18,8 @@
  *
  *   (d) the retry storm: its own sluice (log level info, its lines to a file), HAProxy (one
  *                 thread, a 429 rule past the queue) and bare proxy (a counter bound), and
- *                 two more pods that hold every call (the "refusals alone" run)
+ *                 two more pods that hold every call (the "refusals alone" run); then the
+ *                 same storm sent by wrk (wrk-storm.ts: its own pods, sluice and HAProxy)
  *
  * Flags: --quick (short runs), --only=a,b,c,d,e, --targets=direct,sluice,haproxy,bare,lean,
  * --loads=2,10 ((c) multiples), --storm-loads=8,16 ((d) multiples), --storm-log=info (sluice's
@@ -41,10 +42,11 @@ import {
 } from "node:fs";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { type SimServer, startSim } from "../../src/sim/server.js";
 import { type Haproxy, runWrk, startHaproxy, which } from "./external.js";
+import { PodMeter } from "./pod-meter.js";
+import { cliReady, cpuSeconds, stopChild } from "./processes.js";
 import { isSluiceProfile, summarizeProfile } from "./profile.js";
 import type {
   BareListener,
@@ -59,6 +61,7 @@ import type {
 import { type Row, renderReport, writeDoc } from "./report.js";
 import { renderStorm, type StormRow } from "./report-storm.js";
 import { tpmCpuSection } from "./tpm-cpu.js";
+import { wrkStormSection } from "./wrk-storm.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -216,23 +219,6 @@ function ready(child: ChildProcess, what: string): Promise<string[]> {
   });
 }
 
-/** The URL `sluice serve` prints on stderr ("sluice gateway listening on URL"). */
-function cliReady(child: ChildProcess): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const t = setTimeout(() => reject(new Error(`sluice serve did not start in 20 s:\n${text}`)), 20_000);
-    child.stderr?.on("data", (b: Buffer) => {
-      text += b.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(text);
-      if (m !== null) {
-        clearTimeout(t);
-        resolve([m[1]!]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`sluice serve exited (${code}):\n${text}`)));
-  });
-}
-
 /** Where the bench compiles src/ (gitignored; the shared dist/ is left alone). */
 const BUILD_DIR = join(root, ".bench", "gateway-dist");
 const CLI = join(BUILD_DIR, "cli", "main.js");
@@ -263,109 +249,6 @@ function buildCli(): boolean {
     // type errors still emit; the check below decides
   }
   return existsSync(CLI);
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    const t = setTimeout(() => child.kill("SIGKILL"), 5000);
-    child.once("exit", () => {
-      clearTimeout(t);
-      resolve();
-    });
-    child.kill("SIGTERM");
-  });
-}
-
-/** CPU seconds (user + system) a process has used, from /proc; NaN where there is no /proc. */
-function cpuSeconds(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** The part of a sim's scheduler the meter wraps (the sim object has it; `SimServer` does not say so). */
-interface SeqCounter {
-  running: number;
-  admit: (...args: never[]) => unknown;
-  end: (...args: never[]) => unknown;
-  pump: (...args: never[]) => unknown;
-}
-
-/**
- * How busy the pods were, exactly: every call that can change a pod's `running` (its scheduler's
- * `admit`, `end`, `pump`) is wrapped on the instance, so the time-integral of `running` is summed
- * as it happens. Sampling on a timer would be biased: a late timer tick runs right after the
- * due job timers freed their slots and before the I/O that refills them.
- */
-class PodMeter {
-  readonly #area: number[];
-  readonly #ticks: (() => void)[] = [];
-  readonly #last: number[];
-  #from = 0;
-  /** Timer lateness in this process (the pods' event loop) during the window. */
-  readonly #lag = monitorEventLoopDelay({ resolution: 1 });
-
-  constructor(readonly pods: SimServer[]) {
-    this.#area = pods.map(() => 0);
-    this.#last = pods.map(() => performance.now());
-    pods.forEach((pod, i) => {
-      const s = (pod as unknown as { scheduler: SeqCounter }).scheduler;
-      const tick = () => {
-        const now = performance.now();
-        this.#area[i]! += s.running * (now - this.#last[i]!);
-        this.#last[i] = now;
-      };
-      for (const m of ["admit", "end", "pump"] as const) {
-        const original = s[m].bind(s) as (...args: unknown[]) => unknown;
-        s[m] = ((...args: unknown[]) => {
-          tick();
-          const r = original(...args);
-          tick();
-          return r;
-        }) as SeqCounter[typeof m];
-      }
-      this.#ticks.push(tick);
-    });
-  }
-
-  start(): void {
-    for (const p of this.pods) p.resetStats();
-    for (const t of this.#ticks) t();
-    this.#area.fill(0);
-    this.#from = performance.now();
-    this.#lag.reset();
-    this.#lag.enable();
-  }
-
-  stop(): {
-    busy: number;
-    maxRunning: number;
-    maxWaiting: number;
-    podCompleted: number;
-    podAborted: number;
-    podLagP99: number;
-  } {
-    for (const t of this.#ticks) t();
-    const ms = performance.now() - this.#from;
-    this.#lag.disable();
-    const podLagP99 = this.#lag.count > 0 ? this.#lag.percentile(99) / 1e6 : Number.NaN;
-    const stats = this.pods.map((p) => p.stats());
-    const slots = this.pods.reduce((a, p) => a + p.options.maxNumSeqs, 0);
-    return {
-      busy: slots === 0 ? Number.NaN : this.#area.reduce((a, b) => a + b, 0) / (slots * ms),
-      maxRunning: Math.max(...stats.map((s) => s.maxRunningSeen)),
-      maxWaiting: Math.max(...stats.map((s) => s.maxWaitingSeen)),
-      podCompleted: stats.reduce((a, s) => a + s.completed, 0),
-      podAborted: stats.reduce((a, s) => a + s.aborted, 0),
-      podLagP99,
-    };
-  }
 }
 
 /** One Node-loadgen run against `target`, with the proxy's and client's CPU and the pods metered in its window. */
@@ -893,11 +776,16 @@ async function main(): Promise<void> {
             log: STORM_LOG,
             holdServiceMs: HOLD_SERVICE_MS,
           });
+    // (d) by wrk: its own pods, sluice and HAProxy, cold and warm (wrk-storm.ts).
+    const wrkReport =
+      STORM && !args.has("--node-loadgen") && (onlyTargets === undefined || onlyTargets.includes("sluice"))
+        ? await wrkStormSection({ cli: built ? CLI : undefined, quick: QUICK, log })
+        : "";
     // (e) runs its own sluice, pods and load generator (tpm-cpu.ts).
     const tpmReport = only.includes("e")
       ? await tpmCpuSection({ cli: built ? CLI : undefined, quick: QUICK, log })
       : "";
-    const full = [report, stormReport, tpmReport].filter((part) => part !== "").join("\n");
+    const full = [report, stormReport, wrkReport, tpmReport].filter((part) => part !== "").join("\n");
     process.stdout.write(`${full}\n`);
     const whole = only.length === 5 && onlyTargets === undefined && !loadsArg && !stormLoadsArg;
     if (!args.has("--no-doc") && !QUICK && whole) writeDoc(join(root, "docs", "bench-gateway.md"), full);

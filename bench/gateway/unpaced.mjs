@@ -12,6 +12,7 @@ const [dist, ...rest] = process.argv.slice(2);
 if (dist === undefined) throw new Error("usage: unpaced.mjs BUILD_DIR serve --config FILE");
 const pacing = await import(pathToFileURL(join(dist, "gateway", "pacing.js")).href);
 pacing.setLoopSaturation(() => false);
+pacing.setImmediateMs?.(-1);
 const cli = join(dist, "cli", "main.js");
 process.argv = [process.argv[0], cli, ...rest];
 await import(pathToFileURL(cli).href);
