@@ -78,7 +78,8 @@ if (args.has("--help") || args.has("-h")) {
   --quick               2 s runs; the doc is not rewritten
   --profile             sluice under node --cpu-prof, a summary printed
   --lean                add the bare proxy on undici's handler API
-  --node-loadgen        never wrk
+  --node-loadgen        never wrk (and no wrk-driven (d) row)
+  --no-wrk              no wrk-driven (d) row
   --src                 sluice from src through tsx instead of the built CLI
   --no-doc              do not rewrite docs/bench-gateway.md (only a full default run does)`);
   process.exit(0);
@@ -778,7 +779,10 @@ async function main(): Promise<void> {
           });
     // (d) by wrk: its own pods, sluice and HAProxy, cold and warm (wrk-storm.ts).
     const wrkReport =
-      STORM && !args.has("--node-loadgen") && (onlyTargets === undefined || onlyTargets.includes("sluice"))
+      STORM &&
+      !args.has("--node-loadgen") &&
+      !args.has("--no-wrk") &&
+      (onlyTargets === undefined || onlyTargets.includes("sluice"))
         ? await wrkStormSection({ cli: built ? CLI : undefined, quick: QUICK, log })
         : "";
     // (e) runs its own sluice, pods and load generator (tpm-cpu.ts).

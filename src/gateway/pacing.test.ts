@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import { describe, test } from "node:test";
 import {
   holdUntil,
+  IMMEDIATE_MS,
   MAX_HOLD_MS,
   MIN_EARLY_RETRIES,
   noteRefusal,
@@ -42,6 +43,22 @@ describe("pacing of early retries", () => {
       assert.equal(holdUntil(on(s), 1210, 1211), 2200, "held until 1000 + 1200");
       setLoopSaturation(() => false);
       assert.equal(holdUntil(on(s), 1210, 1211), 0, "the loop keeps up: at once");
+    } finally {
+      setLoopSaturation(restore);
+    }
+  });
+
+  test("a retry sent at once (within IMMEDIATE_MS of its refusal) is held even while the loop keeps up", () => {
+    const s = socket();
+    noteRefusal(on(s), 1000, 900);
+    const restore = setLoopSaturation(() => false);
+    try {
+      assert.equal(holdUntil(on(s), 1000 + IMMEDIATE_MS, 1000 + IMMEDIATE_MS), 1900, "back at once: held");
+      assert.equal(holdUntil(on(s), 1001 + IMMEDIATE_MS, 1001 + IMMEDIATE_MS), 0, "after a backoff: at once");
+      assert.equal(holdUntil(on(s, "/ocr/pages-2"), 1001, 1001), 0, "another request at once: not a retry");
+      // The held refusal is sent at 2200 and its client re-sends at once: held again.
+      noteRefusal(on(s), 2200, 900);
+      assert.equal(holdUntil(on(s), 2201, 2201), 3100);
     } finally {
       setLoopSaturation(restore);
     }

@@ -21,6 +21,16 @@
  * connection's next call to another lane goes through at once), or while the loop keeps up: the
  * overload (c) clients of bench:gateway, 50 ms apart, are answered at once as before.
  *
+ * A retry sent *at once* — the same request back within {@link IMMEDIATE_MS} of its refusal, as
+ * wrk, a retry loop without backoff or the bench's storm client sends it — is held whether or not
+ * the loop is saturated (issue 26). Waiting for saturation let such a storm run unpaced until a
+ * saturated sample was seen (from a cold start, and again each time pacing lapsed after
+ * {@link PACING_MS}), and while it ran the pods' answers queued behind thousands of refusals a
+ * second: under `wrk -c256` the pods idled and the answered p99 was 1.5–2× HAProxy's. A client
+ * that waits even a little between tries (the overload (c) clients, 50 ms) is not immediate and
+ * keeps being answered at once while the loop keeps up. A held refusal's client retries at once
+ * again, so a storming connection stays paced by this rule alone: one refusal per Retry-After.
+ *
  * "Saturated" is the event loop's utilization (the share of time not waiting for I/O, as
  * fastify's under-pressure reads it) over a window of at least {@link SAMPLE_MS} in which at
  * least {@link MIN_EARLY_RETRIES} early retries were refused, sampled only when an early retry
@@ -43,6 +53,12 @@ export const SATURATED_UTILIZATION = 0.9;
  * because of a storm, not because of a burst of work while a few clients retry early.
  */
 export const MIN_EARLY_RETRIES = 50;
+/**
+ * A sample with this many retries sent at once is reported as a storm while the loop keeps up
+ * (they are held, so they come at most once a Retry-After per connection: 16 storming
+ * connections make ~16 a second, 4 a sample).
+ */
+export const MIN_IMMEDIATE_RETRIES = 4;
 /** Pacing stays on this long after the last saturated sample. */
 export const PACING_MS = 10_000;
 /**
@@ -53,8 +69,17 @@ export const PACING_MS = 10_000;
  */
 export const MAX_HOLD_MS = MIN_RETRY_AFTER_MS;
 
+/**
+ * A retry that arrives this soon after its refusal was sent came back at once: no backoff, only
+ * the round trip and the parse (under a millisecond on loopback, a few on a LAN). A client that
+ * backs off at all waits longer (the SDKs: half a second and up; bench (c): 50 ms).
+ */
+export const IMMEDIATE_MS = 20;
+
 /** A connection's last refusal: when it told its client to come back, and to which request. */
 interface LastRefusal {
+  /** performance.now() ms the refusal was sent. */
+  sentAt: number;
   /** performance.now() ms. */
   until: number;
   /** {@link requestIdentity} of the refused request. */
@@ -104,20 +129,22 @@ export function onPacingStart(listener: (s: PacingStart) => void): () => void {
   return () => starts.delete(listener);
 }
 
-/** How saturation is read; replaced in tests. */
-let saturated: (now: number) => boolean = sampleLoop;
+/** How saturation is read (`immediate`: the early retry came back at once); replaced in tests. */
+let saturated: (now: number, immediate: boolean) => boolean = sampleLoop;
 
 /** Records that the refusal of `req`, sent at `now`, asked its client to wait `retryMs`. */
 export function noteRefusal(req: PacedRequest, now: number, retryMs: number): void {
   const socket = req.socket;
-  if (socket !== null) lastRefusal.set(socket, { until: now + retryMs, request: requestIdentity(req) });
+  if (socket !== null)
+    lastRefusal.set(socket, { sentAt: now, until: now + retryMs, request: requestIdentity(req) });
 }
 
 /**
  * When to send the refusal of `req`, which arrived at `arrivedAt`: 0 for at once, else the time
  * (performance.now() ms) its connection's previous refusal said to come back, at most
  * {@link MAX_HOLD_MS} from `now` — when it is the same request sent again before then
- * ({@link requestIdentity}) and the loop is saturated.
+ * ({@link requestIdentity}), and it came back at once ({@link IMMEDIATE_MS}) or the loop is
+ * saturated.
  */
 export function holdUntil(req: PacedRequest, arrivedAt: number, now: number): number {
   const socket = req.socket;
@@ -125,34 +152,69 @@ export function holdUntil(req: PacedRequest, arrivedAt: number, now: number): nu
   const last = lastRefusal.get(socket);
   if (last === undefined || arrivedAt >= last.until || now >= last.until) return 0;
   if (last.request !== requestIdentity(req)) return 0;
-  return saturated(now) ? Math.min(last.until, now + MAX_HOLD_MS) : 0;
+  const immediate = arrivedAt - last.sentAt <= immediateMs;
+  // Asked either way: it counts the early retries of the sample that reports a storm.
+  const paced = saturated(now, immediate);
+  return paced || immediate ? Math.min(last.until, now + MAX_HOLD_MS) : 0;
 }
 
-/** Counts one early retry and says whether the loop is saturated by them (see the constants). */
-function sampleLoop(now: number): boolean {
+/** {@link IMMEDIATE_MS} in force; replaced by tests and by the bench's "pacing off" (-1: never). */
+let immediateMs = IMMEDIATE_MS;
+
+/**
+ * Replaces how soon after its refusal a retry counts as sent at once (-1: never, so only a
+ * saturated loop paces; bench/gateway/unpaced.mjs turns pacing off with it and
+ * {@link setLoopSaturation} `() => false`) and returns the one it replaced, to put back.
+ */
+export function setImmediateMs(ms: number): number {
+  const previous = immediateMs;
+  immediateMs = ms;
+  return previous;
+}
+
+/** Immediate retries since `lastSampleAt`. */
+let immediates = 0;
+/** Until when a storm of immediate retries counts as reported (logged once, not per sample). */
+let stormUntil = Number.NEGATIVE_INFINITY;
+
+/**
+ * Counts one early retry (`immediate`: sent at once) and says whether the loop is saturated by
+ * them (see the constants). A sample of {@link MIN_IMMEDIATE_RETRIES} immediate retries is reported
+ * as a storm even when the loop keeps up: they are held anyway, and a storm is never silent.
+ */
+function sampleLoop(now: number, immediate: boolean): boolean {
   early++;
+  if (immediate) immediates++;
   if (now - lastSampleAt >= SAMPLE_MS) {
     const current = performance.eventLoopUtilization();
     const { utilization } = performance.eventLoopUtilization(current, lastSample);
+    const sample = { utilization, earlyRetries: early, sampleMs: Math.round(now - lastSampleAt) };
+    const wasReported = now < pacingUntil || now < stormUntil;
+    let storm = false;
     if (utilization >= SATURATED_UTILIZATION && early >= MIN_EARLY_RETRIES) {
-      if (now >= pacingUntil && starts.size > 0) {
-        const start = { utilization, earlyRetries: early, sampleMs: Math.round(now - lastSampleAt) };
-        for (const listener of starts) listener(start);
-      }
       pacingUntil = now + PACING_MS;
+      storm = true;
     }
+    if (immediates >= MIN_IMMEDIATE_RETRIES) {
+      stormUntil = now + PACING_MS;
+      storm = true;
+    }
+    if (storm && !wasReported) for (const listener of starts) listener(sample);
     lastSample = current;
     lastSampleAt = now;
     early = 0;
+    immediates = 0;
   }
   return now < pacingUntil;
 }
 
 /**
  * Replaces how saturation is read (tests pass `() => true` to pace every early retry, or
- * `() => false` for never) and returns the one it replaced, to put back.
+ * `() => false` to pace only immediate ones) and returns the one it replaced, to put back.
  */
-export function setLoopSaturation(read: (now: number) => boolean): (now: number) => boolean {
+export function setLoopSaturation(
+  read: (now: number, immediate: boolean) => boolean,
+): (now: number, immediate: boolean) => boolean {
   const previous = saturated;
   saturated = read;
   return previous;

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { pino } from "pino";
-import { setLoopSaturation } from "../../src/gateway/pacing.js";
+import { IMMEDIATE_MS, setImmediateMs, setLoopSaturation } from "../../src/gateway/pacing.js";
 import {
   assertNothingLeft,
   call,
@@ -50,7 +50,7 @@ async function answerAfter(raw: RawExchange, from: number, timeoutMs = 5000) {
 describe("retry storms: early retries while the loop is saturated", SUITE, () => {
   let stack: Stack;
   const log = new LogCapture();
-  let restore: (now: number) => boolean;
+  let restore: ReturnType<typeof setLoopSaturation>;
   const hold = new AbortController();
 
   before(async () => {
@@ -134,5 +134,88 @@ describe("retry storms: early retries while the loop is saturated", SUITE, () =>
     assert.equal(stack.gateway.governor.admitted, 1, "only the held call is admitted");
     hold.abort();
     await assertNothingLeft(stack);
+  });
+});
+
+/** Answers complete in `text` (each refusal has a Content-Length body). */
+function answersIn(text: string): number {
+  let n = 0;
+  let rest = text;
+  for (;;) {
+    const head = rest.indexOf("\r\n\r\n");
+    if (head < 0) return n;
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(rest.slice(0, head))?.[1] ?? Number.NaN);
+    if (!Number.isFinite(length) || Buffer.byteLength(rest.slice(head + 4), "latin1") < length) return n;
+    n++;
+    rest = rest.slice(head + 4 + length);
+  }
+}
+
+describe("retry storms: a retry sent at once is held while the loop keeps up (issue 26)", SUITE, () => {
+  let stack: Stack;
+  let restore: ReturnType<typeof setLoopSaturation>;
+  const hold = new AbortController();
+
+  before(async () => {
+    // Never saturated: only a retry that comes back at once is held.
+    restore = setLoopSaturation(() => false);
+    stack = await startStack({
+      sims: [{ maxNumSeqs: 1, serviceMs: 60_000 }],
+      config: ([pod]) => ({ models: [model("full", [pod!])] }),
+    });
+    void held(stack.url, "full", hold.signal);
+    await waitFor("the held call to run", () => stack.sims[0]!.stats().running === 1);
+  });
+  after(async () => {
+    setLoopSaturation(restore);
+    setImmediateMs(IMMEDIATE_MS);
+    hold.abort();
+    await stack.close();
+  });
+
+  test("a connection re-sending the moment each answer arrives (wrk) gets one refusal per Retry-After", async () => {
+    // "At once" on a loaded test machine: this process is client and gateway, and its loop may
+    // come round late; the rule's own threshold is what the unit tests check.
+    setImmediateMs(250);
+    const decided = await refusals(stack);
+    const a = await rawConnect(stack.port);
+    let answered = 0;
+    // Re-send the same request the moment an answer is complete, as wrk does.
+    a.socket.on("data", () => {
+      const n = answersIn(a.received());
+      if (n > answered) {
+        answered = n;
+        a.socket.write(request("full"));
+      }
+    });
+    a.socket.write(request("full"));
+    await waitFor("the first refusal", () => answered === 1);
+    const first = parseRaw(a.received());
+    assert.equal(first.status, 429);
+    assert.ok(Number(first.headers["retry-after-ms"]) >= 1000);
+    // Unpaced, the loop answers this connection hundreds of times in the next 600 ms.
+    await delay(600);
+    assert.equal(answered, 1, "the retry sent at once is held until the Retry-After");
+    assert.equal(await refusals(stack), decided + 2, "refused twice: the first call and its held retry");
+    assert.equal(stack.sims[0]!.stats().received, 1, "the pod saw only the call that holds its slot");
+    await waitFor("the held refusal", () => answered === 2, 3000);
+    assert.equal(parseRaw(a.received().slice(a.received().indexOf("HTTP/1.1", 10))).status, 429);
+    a.socket.destroy();
+    setImmediateMs(IMMEDIATE_MS);
+  });
+
+  test("a client that waits before its retry is refused at once while the loop keeps up", async () => {
+    const a = await rawConnect(stack.port, request("full"));
+    const first = await answerAfter(a, 0);
+    assert.equal(first.status, 429);
+    await delay(5 * IMMEDIATE_MS); // a backoff, short of the Retry-After
+    const sentAt = performance.now();
+    a.socket.write(request("full"));
+    const next = await answerAfter(a, first.end);
+    const tookMs = performance.now() - sentAt;
+    assert.equal(next.status, 429);
+    // Held, it would come at the first refusal's Retry-After (≥ 900 ms after it was sent).
+    assert.ok(tookMs < Number(first.headers["retry-after-ms"]) / 2, `answered after ${tookMs.toFixed(0)} ms`);
+    a.socket.destroy();
   });
 });
