@@ -42,16 +42,24 @@ describe("README: from another project, vLLM and LiteLLM", { timeout: 60_000 }, 
     const pod = { url: "http://10.0.0.5:8000", max_inflight: 4 };
     // Every sluice key the table maps to is accepted.
     parseConfig({
-      auth: { keys: [{ id: "a", sha256: "a".repeat(64), max_inflight: 2 }] },
+      auth: {
+        keys: [{ id: "a", sha256: "a".repeat(64), max_inflight: 2, tpm: 100, rpm: 10, tenant: "team" }],
+      },
+      tenants: { team: { tpm: 1000, rpm: 60 } },
       accounts: { prod: { rpm: 60, tpm: 1000, max_inflight: 4, models: ["m"] } },
       models: [{ name: "m", rpm: 10, tpm: 10_000, pods: [pod] }],
     });
-    assert.match(text, /a key's or team's `rpm` \/ `tpm` \| not built yet/);
-    assert.throws(() =>
-      parseConfig({
-        auth: { keys: [{ id: "a", sha256: "a".repeat(64), tpm: 100 }] },
-        models: [{ name: "m", pods: [pod] }],
-      }),
+    for (const key of ["auth.keys[].rpm", "tenants.NAME.rpm", "auth.keys[].tenant"])
+      assert.ok(text.includes(`\`${key}\``), key);
+    // A team's in-flight bound: the table calls it not built, and the config refuses it saying so.
+    assert.match(text, /a team's in-flight bound is not built yet/);
+    assert.throws(
+      () =>
+        parseConfig({
+          tenants: { team: { max_inflight: 4 } },
+          models: [{ name: "m", pods: [pod] }],
+        }),
+      /not built/,
     );
     // TLS on the listener: refused, saying it is not built and what to do.
     assert.match(text, /TLS on the gateway's own listener is not built/);

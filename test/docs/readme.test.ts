@@ -11,6 +11,7 @@ import { test } from "node:test";
 import { OPTIONS as SERVE } from "../../src/cli/serve.js";
 import { OPTIONS as SIM } from "../../src/cli/sim.js";
 import { OPTIONS as STATUS } from "../../src/cli/status.js";
+import { demoConfig } from "../../src/config/demo.js";
 import { DEMO_BASE_PORT, DEMO_FLEET } from "../../src/sim/fleet.js";
 import { SIM_PROFILES } from "../../src/sim/profiles.js";
 
@@ -76,4 +77,35 @@ test("the README's commands use only flags their parsers accept, and show serve'
     assert.ok(shown.sim!.has(flag), `README shows no sluice sim --${flag}`);
   const profiles = /--profile ((?:[\w-]+ \| )+[\w-]+)/.exec(readFileSync("README.md", "utf8"))?.[1];
   assert.deepEqual(profiles?.split(" | "), Object.keys(SIM_PROFILES));
+});
+
+test("the README's two commands are npm's install with the package's own test and start scripts", () => {
+  const readme = readFileSync("README.md", "utf8");
+  const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> })
+    .scripts;
+  const block = /## Two commands\s+```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(block, "README has a ```sh block under ## Two commands");
+  const commands = block
+    .split("\n")
+    .map((line) => line.replace(/#.*$/, "").trim())
+    .filter((line) => line !== "");
+  assert.deepEqual(commands, ["npm install && npm test", "npm install && npm start"]);
+  assert.ok(
+    scripts.test && scripts.start && scripts.prepare,
+    "test, start and prepare (the build on install)",
+  );
+  assert.match(scripts.start, /serve --demo/, "npm start is the gateway on the demo fleet");
+});
+
+test("the flood's numbers in the README are the demo chat model's limit and queue", () => {
+  const readme = readFileSync("README.md", "utf8");
+  const said = /# flood it: past (\d+) in flight \+ (\d+) queued/.exec(readme);
+  assert.ok(said, "the flood comment names its limit and queue");
+  const chat = demoConfig({
+    chat: ["http://127.0.0.1:1"],
+    embed: ["http://127.0.0.1:2"],
+    ocr: ["http://127.0.0.1:3"],
+  }).models.find((m) => m.name === "demo-chat");
+  assert.ok(chat);
+  assert.deepEqual([Number(said[1]), Number(said[2])], [chat.maxConcurrentRequests, chat.queueLimit]);
 });
