@@ -60,21 +60,23 @@ export class DrawnLog {
   /**
    * The ceiling a refund of a call granted at `grantedAtMs` may lift the level to at `nowMs`, for a
    * bucket of `perMinute` (capacity and refill): a lower bound of the level of a bucket found full
-   * just after the grant and charged with every draw since. Undefined when the grant is older
-   * than the samples kept (then the refund falls back to the refill bound).
+   * just after the grant and charged with every draw since, and with the call's own `spent`
+   * (the provider charged it when the call arrived there, which may be a second or more after
+   * the grant: each term subtracts it, so the bound holds whenever it arrived). Undefined when
+   * the grant is older than the samples kept (then the refund falls back to the refill bound).
    */
-  ceiling(grantedAtMs: number, nowMs: number, perMinute: number): number | undefined {
+  ceiling(grantedAtMs: number, nowMs: number, perMinute: number, spent: number): number | undefined {
     const first = firstSecond(grantedAtMs);
     const last = Math.floor(nowMs / 1000);
     // Every second with draws in [first, last] still has its sample only within the ring.
     if (last - first >= DRAWN_SECONDS) return undefined;
-    let low = perMinute;
+    let low = perMinute - spent;
     for (let s = first; s <= last; s++) {
       const i = slot(s);
       if (this.#second[i] !== s) continue;
       // Any time in second s: at most everything drawn from its start, at least the refill after it.
       const refill = (Math.max(0, nowMs - (s + 1) * 1000) * perMinute) / 60_000;
-      low = Math.min(low, perMinute + refill - (this.total - this.#before[i]!));
+      low = Math.min(low, perMinute + refill - (this.total - this.#before[i]!) - spent);
     }
     return low;
   }

@@ -146,7 +146,7 @@ export class RateBudget implements Budget {
     const unused = this.unused(reserved, used);
     if (delta === 0 && unused === 0) return;
     const level = this.levelAt(nowMs);
-    const ceiling = this.drawn.ceiling(grantedAtMs, nowMs, this.perMinute);
+    const ceiling = this.drawn.ceiling(grantedAtMs, nowMs, this.perMinute, this.amount(reserved) - unused);
     const next = settledLevel(level, delta, unused, ceiling, this.perMinute);
     if (delta < 0) this.drawn.draw(-delta, nowMs);
     if (next === level) return;

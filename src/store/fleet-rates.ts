@@ -48,6 +48,8 @@ export interface Settlement {
   unused: number[];
   /** Ms from each grant to its settlement, on this process's clock (the script maps it to Redis's). */
   lags: number[];
+  /** What each call used of its reservation (the drawn bound subtracts it: `DrawnLog.ceiling`). */
+  spent: number[];
   /** Its id once sent: a copy re-sent with the same id is applied once (`settle.lua`). */
   id?: string;
 }
@@ -194,7 +196,7 @@ export class FleetRates {
     nowMs: number,
     grantedAtMs: number,
   ): Settlement | null {
-    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [] };
+    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [], spent: [] };
     this.#each(path, 0, (key, bucket) => {
       const delta = bucket.settlement(reserved, used, nowMs, grantedAtMs);
       const unused = bucket.unused(reserved, used);
@@ -205,6 +207,7 @@ export class FleetRates {
       out.deltas.push(delta);
       out.unused.push(unused);
       out.lags.push(Math.max(0, nowMs - grantedAtMs));
+      out.spent.push(bucket.amount(reserved) - unused);
     });
     return out.keys.length === 0 ? null : out;
   }
@@ -225,7 +228,13 @@ export class FleetRates {
     const args = [
       id,
       SETTLED_KEPT_MS,
-      ...s.buckets.flatMap((b, i) => [this.#capacity(b), s.deltas[i]!, s.unused[i]!, s.lags[i]!]),
+      ...s.buckets.flatMap((b, i) => [
+        this.#capacity(b),
+        s.deltas[i]!,
+        s.unused[i]!,
+        s.lags[i]!,
+        s.spent[i]!,
+      ]),
     ];
     runScript(link.client, "settle", [`${this.tag}:settled:${link.replica}`, ...s.keys], args).then(
       (levels) => this.#sync(s.buckets, levels as unknown[], 0, link.now()),
@@ -274,7 +283,7 @@ export class FleetRates {
   leaveOutage(nowMs: number): Settlement[] {
     for (const [bucket, full] of this.#fullCapacity) bucket.reconfigure(full.perMinute, nowMs, full.reserve);
     this.#fullCapacity.clear();
-    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [] };
+    const out: Settlement = { keys: [], buckets: [], deltas: [], unused: [], lags: [], spent: [] };
     const keyOf = new Map<RateBudget, string>();
     for (const bucket of this.#buckets((key, b) => keyOf.set(b, key))) {
       const owed = this.#owed.get(bucket) ?? 0;
@@ -284,6 +293,7 @@ export class FleetRates {
       out.deltas.push(-owed);
       out.unused.push(Math.max(0, -owed));
       out.lags.push(0);
+      out.spent.push(0);
     }
     this.#owed.clear();
     // The ones that may have run first, each under its own id; then what surely did not.

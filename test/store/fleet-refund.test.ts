@@ -73,7 +73,7 @@ describe("fleet scripts: a refund on a busy bucket", () => {
       redis,
       "settle",
       [`${tag}:settled:r1`, bucket],
-      [randomUUID(), 60_000, CAP, 0, a - used, lag],
+      [randomUUID(), 60_000, CAP, 0, a - used, lag, used],
     )) as [string];
     twin.reconcile(a, used, settledAt, settledAt - lag);
 

@@ -91,9 +91,10 @@ end
 
 -- The ceiling a refund of a call granted at `granted` (Redis ms) may lift the level to now
 -- (DrawnLog.ceiling): for each second with draws from GRANT_SKEW_MS before the grant on, cap +
--- the refill after that second - what was drawn from its start; the lowest of them, cap when there
--- is none. nil when the grant is older than the samples kept.
-local function drawn_ceiling(key, granted, now, cap)
+-- the refill after that second - what was drawn from its start - what the call used (`spent`);
+-- the lowest of them, cap - spent when there is none. nil when the grant is older than the
+-- samples kept.
+local function drawn_ceiling(key, granted, now, cap, spent)
   local first = math.floor((granted - GRANT_SKEW_MS) / 1000)
   local last = math.floor(now / 1000)
   if last - first >= DRAWN_SECONDS then return nil end
@@ -101,14 +102,14 @@ local function drawn_ceiling(key, granted, now, cap)
   for s = first, last do fields[#fields + 1] = drawn_slot(s) end
   local h = redis.call('HMGET', key, unpack(fields))
   local total = tonumber(h[1]) or 0
-  local low = cap
+  local low = cap - spent
   for s = first, last do
     local v = h[s - first + 2]
     if v then
       local second, before = string.match(v, '^(%-?%d+) (.+)$')
       if tonumber(second) == s then
         local refill = math.max(0, now - (s + 1) * 1000) * cap / MINUTE_MS
-        local bound = cap + refill - (total - tonumber(before))
+        local bound = cap + refill - (total - tonumber(before)) - spent
         if bound < low then low = bound end
       end
     end

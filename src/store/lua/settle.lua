@@ -13,8 +13,9 @@
 -- ARGV[1]      the settlement's id; ARGV[2] how long the ids are kept (ms)
 -- ARGV         then for each bucket: its capacity, the delta (a charge, or the refund the refill
 --              bound allows), what of the reservation went unused (refunded as far as the drawn
---              bound allows: settled_level) and the ms since the grant on the sender's clock;
---              the last two may be left out (then only the delta applies)
+--              bound allows: settled_level), the ms since the grant on the sender's clock and
+--              what the call used of it; the last three may be left out (then only the delta
+--              applies)
 -- A refund never lifts a bucket above its capacity; a charge is counted as drawn.
 -- Returns each bucket's level after it (strings).
 local now = now_ms()
@@ -32,10 +33,10 @@ for i = 2, #KEYS do
   if fresh then
     local delta = tonumber(ARGV[a + 2])
     local unused, ceiling = 0, nil
-    if stride == 4 then
+    if stride == 5 then
       unused = tonumber(ARGV[a + 3])
       if delta >= 0 and unused > delta then
-        ceiling = drawn_ceiling(KEYS[i], now - tonumber(ARGV[a + 4]), now, cap)
+        ceiling = drawn_ceiling(KEYS[i], now - tonumber(ARGV[a + 4]), now, cap, tonumber(ARGV[a + 5]))
       end
     end
     local settled = settled_level(level, delta, unused, ceiling, cap)
