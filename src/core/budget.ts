@@ -5,6 +5,7 @@
  * token estimate (0 when the caller gave none): a concurrency budget ignores it (one call is one
  * slot), a token bucket counts it, a request bucket counts one per call (`rate-budget.ts`).
  */
+import type { Flow } from "./fair-queue.js";
 import type { KeyMeter } from "./key-meter.js";
 import { INTERACTIVE, type Rank } from "./priority.js";
 
@@ -97,6 +98,8 @@ export class ArrivalBudget {
   queued = 0;
   /** The key's token and request budgets (its own, its tenant's) on its calls' paths; null = none. */
   meter: KeyMeter | null = null;
+  /** The flow its calls share their class by (its own, or its tenant's; fair-queue.ts); null = anonymous. */
+  flow: Flow | null = null;
 
   constructor(
     readonly name: string,

@@ -188,6 +188,25 @@ export class Grants {
     if (refusal !== null) throw this.refuse(t.laneRef, refusal);
   }
 
+  /**
+   * A waiter whose key's buckets cannot cover it now leaves the queue with their refusal, true
+   * then: a key's budget makes no call wait, least of all ahead of other keys' calls
+   * (`key-meter.ts`). Reached only when the level fell after its arrival was checked — usage above
+   * the estimates, or another replica of a fleet spending the same bucket.
+   */
+  protected leavesForKey(lane: Lane<Ticket>, t: Ticket, nowMs: number): boolean {
+    const meter = t.key?.meter ?? null;
+    if (meter === null || meter.hasRoom(t.rank, t.tokens, nowMs)) return false;
+    this.remove(lane, t, nowMs); // first: its own estimate is no longer ahead of itself
+    const refusal = meter.refusal(lane.name, t.tokens, nowMs);
+    if (refusal === null) {
+      this.push(lane, t, nowMs); // never: no room means the refusal has a shortfall to name
+      return false;
+    }
+    this.reject(t, this.refuse(lane, refusal));
+    return true;
+  }
+
   /** The path `t` would be granted on now: its class and estimate, the pods that refused it, its key's budgets. */
   protected pathFor(lane: Lane<Ticket>, t: Ticket, nowMs: number): Path | null {
     const meter = t.key?.meter ?? null;

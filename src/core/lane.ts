@@ -147,23 +147,25 @@ export class Lane<T extends QueueNode = QueueNode> {
   /**
    * The waiter this lane would serve next if a slot frees, or null. The lane's budget answers
    * which classes still fit (the reserve rule lives there); aging does not unlock the reserve.
+   * Inside a class, flows (keys, tenants) take turns by weight (`WaitQueue.next`).
    */
   candidate(nowMs: number): T | null {
     if (this.queue.size === 0) return null;
     if (this.budget.hasRoom(DEFAULT_RANK)) return this.queue.best(nowMs, this.settings.agingMs);
-    if (this.budget.hasRoom(INTERACTIVE)) return this.queue.head(INTERACTIVE);
+    if (this.budget.hasRoom(INTERACTIVE)) return this.queue.next(INTERACTIVE);
     return null;
   }
 
   /**
-   * Who else to try when `c`, this lane's candidate, finds no room: the first waiter whose own
-   * class is interactive, when `c` is not one and the lane has token or request buckets — their
-   * interactive reserve is closed to `c` even once aging has raised it (DESIGN §1.1), as
-   * {@link candidate} turns to that waiter for the lane's reserve slots. Null otherwise.
+   * Who else to try when `c`, this lane's candidate, finds no room: the next waiter whose own
+   * class is interactive (the first, or the fair choice among flows), when `c` is not one and the
+   * lane has token or request buckets — their interactive reserve is closed to `c` even once
+   * aging has raised it (DESIGN §1.1), as {@link candidate} turns to that waiter for the lane's
+   * reserve slots. Null otherwise.
    */
   reserveCandidate(c: T): T | null {
     if (c.rank === INTERACTIVE || this.metered.length === 0) return null;
-    return this.queue.head(INTERACTIVE);
+    return this.queue.next(INTERACTIVE);
   }
 
   /**

@@ -13,7 +13,9 @@
 import { keyRefusal, queueFull, rateRefusal, shedVictim, waitExceedsTimeout } from "./arrival.js";
 import type { ArrivalBudget } from "./budget.js";
 import { QueueTimeoutError, type SluiceError } from "./errors.js";
+import type { Flow } from "./fair-queue.js";
 import { Grants } from "./grants.js";
+import { heldForAnother } from "./held.js";
 import { type Lane, RETRY_COST, RETRY_EARN, retryBank } from "./lane.js";
 import type { Ticket } from "./lease.js";
 import type { Outcome } from "./outcome.js";
@@ -54,7 +56,8 @@ export class Scheduler extends Grants {
     const path = this.pathFor(lane, t, nowMs);
     if (path === null) return false;
     // Only a metered path can be held for another lane's waiter (the check is on every grant).
-    if (path.metered.length > 0 && this.#held(path, t.rank, t.arrivedAt, nowMs, lane)) return false;
+    if (path.metered.length > 0 && heldForAnother(this.waiting, path, t.rank, t.arrivedAt, nowMs, lane))
+      return false;
     this.grant(lane, t, path, nowMs);
     return true;
   }
@@ -111,7 +114,7 @@ export class Scheduler extends Grants {
       // An interactive call takes a free reserve slot ahead of waiters that may not use it.
       if (rank === INTERACTIVE && lane.budget.hasRoom(rank) && queue.head(INTERACTIVE) === null) return null;
     }
-    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY, cost, nowMs);
+    return this.#arrivalRefusal(lane, rank, Number.NEGATIVE_INFINITY, cost, nowMs, key?.flow ?? null);
   }
 
   /**
@@ -125,12 +128,13 @@ export class Scheduler extends Grants {
     arrivedAt: number,
     cost: number,
     nowMs: number,
+    flow: Flow | null,
   ): SluiceError | null {
     if (lane.metered.length > 0) {
       const rate = rateRefusal(lane, cost, nowMs, true, rank);
       if (rate !== null) return this.refuse(lane, rate);
     }
-    const position = lane.queue.positionForArrival(rank);
+    const position = lane.queue.positionForArrival(rank, flow);
     // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
     if (waitExceedsTimeout(lane, position))
       return this.refuse(lane, queueFull(lane, position, "expected_wait", rank));
@@ -140,7 +144,7 @@ export class Scheduler extends Grants {
   }
 
   #enqueue(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
-    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs);
+    const refusal = this.#arrivalRefusal(lane, t.rank, t.arrivedAt, t.tokens, nowMs, t.flow);
     if (refusal !== null) throw refusal;
     if (lane.queue.size >= lane.settings.queueLimit)
       this.shed(lane, shedVictim(lane, t.rank, t.arrivedAt)!, nowMs);
@@ -163,18 +167,21 @@ export class Scheduler extends Grants {
       let bestLane: Lane<Ticket> | null = null;
       let bestPath: Path | null = null;
       let bestRank = 3;
+      let bestArrived = 0;
       for (const lane of this.waiting) {
         const c = this.#choose(lane, nowMs);
         if (c === null) continue;
         const path = this.#chosen!;
-        const rank = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
-        if (best !== null && (rank > bestRank || (rank === bestRank && c.arrivedAt >= best.arrivedAt)))
-          continue;
-        if (this.#held(path, rank, c.arrivedAt, nowMs, lane)) continue;
+        // A lane competes with its waiter's class's oldest (the waiter itself unless flows share it).
+        const o = lane.queue.head(c.rank) ?? c;
+        const rank = effectiveRank(o.rank, o.arrivedAt, nowMs, lane.settings.agingMs);
+        if (best !== null && (rank > bestRank || (rank === bestRank && o.arrivedAt >= bestArrived))) continue;
+        if (heldForAnother(this.waiting, path, rank, o.arrivedAt, nowMs, lane)) continue;
         best = c;
         bestLane = lane;
         bestPath = path;
         bestRank = rank;
+        bestArrived = o.arrivedAt;
       }
       if (best === null || bestLane === null || bestPath === null) return;
       this.#serve(bestLane, best, bestPath, nowMs);
@@ -200,6 +207,7 @@ export class Scheduler extends Grants {
    */
   #choose(lane: Lane<Ticket>, nowMs: number): Ticket | null {
     let c = lane.candidate(nowMs);
+    while (c !== null && this.leavesForKey(lane, c, nowMs)) c = lane.candidate(nowMs);
     if (c === null) return null;
     let path = this.pathFor(lane, c, nowMs);
     if (path === null) {
@@ -215,30 +223,10 @@ export class Scheduler extends Grants {
   /** Takes `t` out of line and grants it `path`. */
   #serve(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
     this.#chosen = null;
+    lane.queue.charge(t); // its flow's turn is used (fair-queue.ts); a cancel or timeout pays none
     this.remove(lane, t, nowMs);
     this.grant(lane, t, path, nowMs);
     this.hooks.granted(t);
-  }
-
-  /**
-   * A rate budget keeps its refill for the best waiter it cannot cover yet (DESIGN §1: waiters are
-   * served by effective class, then arrival): true when a waiter of another lane, better than
-   * (`rank`, `arrivedAt`), is held up by a metered budget on `path`. Without this, small calls of
-   * one model would keep an account's bucket low and a large call of another would never fit.
-   * Holding costs no capacity: tokens not taken stay in the bucket for the waiter that needs them.
-   */
-  #held(path: Path, rank: number, arrivedAt: number, nowMs: number, own: Lane<Ticket>): boolean {
-    if (path.metered.length === 0 || this.waiting.size === 0) return false;
-    for (const lane of this.waiting) {
-      if (lane === own || lane.metered.length === 0) continue;
-      const c = lane.candidate(nowMs);
-      if (c === null) continue;
-      const r = effectiveRank(c.rank, c.arrivedAt, nowMs, lane.settings.agingMs);
-      if (r > rank || (r === rank && c.arrivedAt >= arrivedAt)) continue;
-      for (const b of lane.metered)
-        if (path.metered.includes(b) && !b.hasRoom(c.rank, c.tokens, nowMs)) return true;
-    }
-    return false;
   }
 
   /** Ends a granted ticket: the pod hears the outcome, every slot is given back, waiters run. */

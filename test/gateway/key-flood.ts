@@ -66,6 +66,8 @@ export function keyBudgetConfig(
 export interface Answered {
   key: string;
   id: string;
+  /** The gateway it was sent to. */
+  url: string;
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Record<string, unknown> | null;
@@ -111,7 +113,7 @@ export async function flood(
             } catch {
               body = null;
             }
-            return { key, id, status: res.statusCode, headers: res.headers, body };
+            return { key, id, url, status: res.statusCode, headers: res.headers, body };
           })(),
         );
       }
