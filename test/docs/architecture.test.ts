@@ -5,26 +5,16 @@
  * are core/defaults.ts's, and the scheduler's one place of grant and give-back is where it says.
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { DEFAULTS } from "../../src/core/defaults.js";
+import { filesUnder } from "../helpers/index.js";
 
 const DOC = readFileSync("docs/architecture.md", "utf8");
 
-function files(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    if (name === "node_modules" || name.startsWith(".")) continue;
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) files(path, out);
-    else out.push(path.split("\\").join("/"));
-  }
-  return out;
-}
-
 describe("docs/architecture.md", () => {
   test("every file it names exists (a module named inside its folder's section by its path there)", () => {
-    const tree = ["src", "test", "scripts", "docs", "bench"].flatMap((d) => files(d));
+    const tree = ["src", "test", "scripts", "docs", "bench"].flatMap((d) => filesUnder(d));
     const named = new Set(
       [...DOC.matchAll(/`([\w./-]+\.(?:ts|js|mjs|lua|md|json))`/g)]
         .map((m) => m[1]!)

@@ -9,24 +9,13 @@
  * "issue" cites that RFC or issue instead ("RFC 3986 §5.2.4", "issue 22 §2, §4") and is skipped.
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
 import { describe, test } from "node:test";
+import { filesUnder } from "../helpers/index.js";
 
 const ROOTS = ["src", "test", "bench", "scripts", "docs", "README.md"];
 const TEXT = /\.(ts|mts|js|mjs|cjs|md|lua|ya?ml|html|css|json)$/;
-const SELF = join("test", "docs", "design-citations.test.ts");
-
-function files(path: string, out: string[] = []): string[] {
-  if (!existsSync(path)) return out;
-  if (statSync(path).isDirectory()) {
-    for (const name of readdirSync(path)) {
-      if (name === "node_modules" || name.startsWith(".")) continue;
-      files(join(path, name), out);
-    }
-  } else if (TEXT.test(path) && path !== SELF) out.push(path);
-  return out;
-}
+const SELF = "test/docs/design-citations.test.ts";
 
 interface Citation {
   /** `§1.3` or `G5`. */
@@ -81,7 +70,7 @@ function headings(paths: string[]): Set<string> {
   return ids;
 }
 
-const tree = ROOTS.flatMap((root) => files(root));
+const tree = ROOTS.flatMap((root) => filesUnder(root, (f) => TEXT.test(f) && f !== SELF));
 const texts = new Map(tree.map((f) => [f, readFileSync(f, "utf8")]));
 const sections = [...texts].flatMap(([f, t]) => sectionCitations(f, t));
 const guidelines = [...texts].flatMap(([f, t]) => styleCitations(f, t));

@@ -4,18 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-
-function files(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) files(path, out);
-    else if (name.endsWith(".ts")) out.push(path);
-  }
-  return out;
-}
+import { filesUnder } from "../helpers/index.js";
 
 describe("the source tree", () => {
   test("has no import cycles", () => {
@@ -29,7 +20,7 @@ describe("the source tree", () => {
   });
 
   test("has no file in src/ over 400 lines", () => {
-    const long = files("src")
+    const long = filesUnder("src", (f) => f.endsWith(".ts"))
       .map((f) => [f, readFileSync(f, "utf8").split("\n").length - 1] as const)
       .filter(([, lines]) => lines > 400);
     assert.deepEqual(long, []);

@@ -6,18 +6,12 @@
  * so a new one fails this test instead of joining them unnoticed.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { basename, join } from "node:path";
+import { readFileSync } from "node:fs";
+import { basename } from "node:path";
 import { describe, test } from "node:test";
+import { filesUnder } from "../helpers/index.js";
 
-function testFiles(dir: string, out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) testFiles(path, out);
-    else if (name.endsWith(".test.ts")) out.push(path);
-  }
-  return out;
-}
+const testFiles = (root: string): string[] => filesUnder(root, (f) => f.endsWith(".test.ts"));
 
 /**
  * Names in two places, left this session because a file of the pair is being changed by another
@@ -74,7 +68,7 @@ describe("where the tests sit (docs/architecture.md § Tests)", () => {
 
   test("a test beside the code does no I/O, but for the files listed", () => {
     const io = testFiles("src")
-      .filter((f) => !IO_BESIDE_CODE_LEFT.has(f.split("\\").join("/")))
+      .filter((f) => !IO_BESIDE_CODE_LEFT.has(f))
       .filter((f) => {
         const text = readFileSync(f, "utf8");
         return IO.some((pattern) => pattern.test(text));
