@@ -15,7 +15,7 @@ const testFiles = (root: string): string[] => filesUnder(root, (f) => f.endsWith
 
 /**
  * Names in two places, left this session because a file of the pair is being changed by another
- * piece of work (the gateway's tests, the property tests, the config tests, the tenants' tests).
+ * piece of work (the gateway's tests, the property tests, the config tests).
  */
 const SHARED_NAMES_LEFT = new Set([
   "pacing.test.ts", // src/gateway and test/gateway
@@ -25,9 +25,6 @@ const SHARED_NAMES_LEFT = new Set([
   "scheduler.test.ts", // src/sim and test/property
   "wait-queue.test.ts", // src/core and test/property
   "rates.test.ts", // test/gateway and test/config
-  // src/config and test/sim, both new this session (5a27f47, 96f51b8) from work on tenants whose
-  // files are that work's: one is to be renamed (test/sim/sim-tenants.test.ts).
-  "tenants.test.ts",
 ]);
 
 /** What a unit test beside the code may not use: a server, a socket, Redis, a process, a file. */
