@@ -14,7 +14,7 @@ import { type SimOptions, type SimServer, startSim } from "../../src/sim/server.
 import { chatBody, WAIT_BOUND_MS, waitFor } from "../helpers/index.js";
 
 // The shared helpers every gateway test also uses, so a gateway test needs one import.
-export { chatBody, delay, sha256hex, WAIT_BOUND_MS, waitFor } from "../helpers/index.js";
+export { chatBody, delay, flush, sha256hex, WAIT_BOUND_MS, waitFor } from "../helpers/index.js";
 
 /**
  * Options for every suite: a bound so a regression that hangs a socket fails the suite instead

@@ -18,6 +18,7 @@ import {
   assertNothingLeft,
   call,
   chat,
+  flush,
   model,
   type Stack,
   SUITE,
@@ -149,7 +150,7 @@ describe("Gateway.reload", SUITE, () => {
     for (let round = 0; round < 6; round++) {
       for (let i = 0; i < 8; i++) answers.push(chat(stack.url, "m", { headers: bearer(KEY_A) }));
       stack.gateway.reload(parseConfig(raw(p, round % 2 === 0 ? 3 : 2)));
-      await new Promise((resolve) => setImmediate(resolve));
+      await flush();
     }
     const statuses = (await Promise.all(answers)).map((a) => a.status);
     assert.deepEqual(statuses, Array(48).fill(200));

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { SimServer } from "../../src/sim/server.js";
-import { assertNothingLeft, chat, type Stack, SUITE, startStack } from "./helpers.js";
+import { assertNothingLeft, chat, flush, type Stack, SUITE, startStack } from "./helpers.js";
 
 /** Samples the sims' running counts while `work` runs; returns the highest joint sum seen. */
 async function peakJointRunning(sims: SimServer[], work: Promise<unknown>): Promise<number> {
@@ -20,7 +20,7 @@ async function peakJointRunning(sims: SimServer[], work: Promise<unknown>): Prom
       peak,
       sims.reduce((n, s) => n + s.stats().running, 0),
     );
-    await new Promise((r) => setImmediate(r));
+    await flush();
   }
   return peak;
 }
