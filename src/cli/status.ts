@@ -7,7 +7,9 @@ import type { ParseArgsConfig } from "node:util";
 import { request } from "undici";
 import type {
   AdmissionSnapshot,
+  BucketSnapshot,
   GroupSnapshot,
+  KeySnapshot,
   LaneSnapshot,
   PodSnapshot,
   Snapshot,
@@ -164,15 +166,43 @@ export function formatStatus(s: Snapshot): string {
       ),
     );
   }
-  if (s.keys.length > 0)
+  if (s.keys.length > 0) lines.push("", ...keyTable(s.keys));
+  if (s.tenants !== undefined && s.tenants.length > 0)
     lines.push(
       "",
       ...table(
-        ["KEY", "INFLIGHT", "QUEUED", "MAX INFLIGHT"],
-        s.keys.map((k) => [k.key, String(k.inflight), String(k.queued), String(k.max_inflight)]),
+        ["TENANT", "KEYS", "INFLIGHT", "QUEUED", "TOKENS/MIN USED/TPM", "REQUESTS/MIN USED/RPM"],
+        s.tenants.map((t) => [
+          t.tenant,
+          t.keys.join(","),
+          String(t.inflight),
+          String(t.queued),
+          usedOf(t.tokens),
+          usedOf(t.requests),
+        ]),
       ),
     );
   return lines.join("\n");
+}
+
+/**
+ * The keys' table; with any key's tenant or budget configured, also the tenant and each budget's
+ * use over the last minute against its rate (`-` for none).
+ */
+function keyTable(keys: readonly KeySnapshot[]): string[] {
+  const head = ["KEY", "INFLIGHT", "QUEUED", "MAX INFLIGHT"];
+  const row = (k: KeySnapshot) => [k.key, String(k.inflight), String(k.queued), String(k.max_inflight)];
+  if (!keys.some((k) => k.tenant !== undefined || k.tokens !== undefined || k.requests !== undefined))
+    return table(head, keys.map(row));
+  return table(
+    [...head, "TENANT", "TOKENS/MIN USED/TPM", "REQUESTS/MIN USED/RPM"],
+    keys.map((k) => [...row(k), k.tenant ?? "-", usedOf(k.tokens), usedOf(k.requests)]),
+  );
+}
+
+/** A bucket's use over the last minute against its per-minute rate, `-` without one. */
+function usedOf(b: BucketSnapshot | null | undefined): string {
+  return b ? `${b.used_1m}/${b.per_minute}` : "-";
 }
 
 function isAdmissionGroup(g: GroupSnapshot, a: AdmissionSnapshot | undefined): boolean {

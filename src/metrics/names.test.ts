@@ -116,6 +116,7 @@ describe("writeSnapshotGauges", () => {
       'sluice_breaker_state{"pod":"p"}=1',
       'sluice_group_inflight{"group":"g"}=3',
       'sluice_key_inflight{"key":"team-a"}=2',
+      'sluice_key_queued{"key":"team-a"}=1',
       'sluice_lane_inflight{"lane":"chat"}=3',
       'sluice_lane_limit{"lane":"chat"}=4',
       'sluice_lane_queue_depth{"lane":"chat","priority":"bulk"}=0',

@@ -49,6 +49,10 @@ export const MetricIds = {
   requestDurationSeconds: "sluice_request_duration_seconds",
   keyInflight: "sluice_key_inflight",
   keyRequestsTotal: "sluice_key_requests_total",
+  keyQueued: "sluice_key_queued",
+  tenantInflight: "sluice_tenant_inflight",
+  tenantQueued: "sluice_tenant_queued",
+  bucketUsedPerMinute: "sluice_bucket_used_per_minute",
   bucketAvailable: "sluice_bucket_available",
   bucketPerMinute: "sluice_bucket_per_minute",
   bucketReserve: "sluice_bucket_reserve",
@@ -191,9 +195,29 @@ export const METRICS = {
     help: "Requests the gateway answered, by client key (auth.keys[].id, '-' when unauthenticated) and outcome.",
     labels: ["key", "outcome"],
   },
+  [MetricIds.keyQueued]: {
+    kind: "gauge",
+    help: "Calls of the client key waiting in a lane's queue now (auth.keys[].id; read from the snapshot).",
+    labels: ["key"],
+  },
+  [MetricIds.tenantInflight]: {
+    kind: "gauge",
+    help: "Calls of the tenant's keys holding a slot now (tenants.NAME; read from the snapshot).",
+    labels: ["tenant"],
+  },
+  [MetricIds.tenantQueued]: {
+    kind: "gauge",
+    help: "Calls of the tenant's keys waiting in a lane's queue now (tenants.NAME; read from the snapshot).",
+    labels: ["tenant"],
+  },
+  [MetricIds.bucketUsedPerMinute]: {
+    kind: "gauge",
+    help: "What a token or request bucket charged over the last minute, net of refunds (this replica's grants), by budget and unit: against the bucket's per-minute rate, how much of the budget is used.",
+    labels: ["budget", "unit"],
+  },
   [MetricIds.bucketAvailable]: {
     kind: "gauge",
-    help: "What a token or request bucket (tpm / rpm) holds now, by budget (the lane, or account:NAME) and unit; negative while in debt.",
+    help: "What a token or request bucket (tpm / rpm) holds now, by budget (the lane, account:NAME, key:ID or tenant:NAME) and unit; negative while in debt.",
     labels: ["budget", "unit"],
   },
   [MetricIds.bucketPerMinute]: {

@@ -52,7 +52,9 @@ function setup() {
     clock,
     random: () => 0.5,
     groups: { gb10: { limit: 8 } },
-    keys: { "team-a": { maxInflight: 4 } },
+    // A key of a tenant, both with budgets: the key and tenant gauges and their buckets' series.
+    keys: { "team-a": { maxInflight: 4, tpm: 30_000, tenant: "team" } },
+    tenants: { team: { tpm: 60_000, rpm: 600 } },
     // Token and request buckets on a lane and on an account (their gauges come from the snapshot).
     accounts: { prov: { maxInflight: 4, tpm: 50_000, rpm: 500 } },
     lanes: {

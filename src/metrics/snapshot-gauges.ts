@@ -35,6 +35,10 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.breakerState]: (s) => s.pods.map((p) => [{ pod: p.id }, BREAKER_STATE_VALUES[p.breaker]]),
   [MetricIds.groupInflight]: (s) => s.groups.map((g) => [{ group: g.group }, g.inflight]),
   [MetricIds.keyInflight]: (s) => s.keys.map((k) => [{ key: k.key }, k.inflight]),
+  [MetricIds.keyQueued]: (s) => s.keys.map((k) => [{ key: k.key }, k.queued]),
+  [MetricIds.tenantInflight]: (s) => (s.tenants ?? []).map((t) => [{ tenant: t.tenant }, t.inflight]),
+  [MetricIds.tenantQueued]: (s) => (s.tenants ?? []).map((t) => [{ tenant: t.tenant }, t.queued]),
+  [MetricIds.bucketUsedPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.used_1m]),
   [MetricIds.bucketAvailable]: (s) => buckets(s).map(([labels, b]) => [labels, b.available]),
   [MetricIds.bucketPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.per_minute]),
   [MetricIds.bucketReserve]: (s) => buckets(s).map(([labels, b]) => [labels, b.reserve]),
@@ -45,7 +49,10 @@ export const SNAPSHOT_GAUGES: {
     s.accounts.map((a) => [{ account: a.account }, a.throttled_1m]),
 };
 
-/** Every token and request bucket of the snapshot: the lanes' own, then the accounts'. */
+/**
+ * Every token and request bucket of the snapshot: the lanes' own, the accounts', the keys' and the
+ * tenants' (configured names only, so the label values stay as few as the config's entries).
+ */
 function buckets(s: Snapshot): [{ budget: string; unit: string }, BucketSnapshot][] {
   const out: [{ budget: string; unit: string }, BucketSnapshot][] = [];
   for (const l of s.lanes) {
@@ -55,6 +62,14 @@ function buckets(s: Snapshot): [{ budget: string; unit: string }, BucketSnapshot
   for (const a of s.accounts) {
     if (a.tokens !== null) out.push([{ budget: `account:${a.account}`, unit: "tokens" }, a.tokens]);
     if (a.requests !== null) out.push([{ budget: `account:${a.account}`, unit: "requests" }, a.requests]);
+  }
+  for (const k of s.keys) {
+    if (k.tokens) out.push([{ budget: `key:${k.key}`, unit: "tokens" }, k.tokens]);
+    if (k.requests) out.push([{ budget: `key:${k.key}`, unit: "requests" }, k.requests]);
+  }
+  for (const t of s.tenants ?? []) {
+    if (t.tokens !== null) out.push([{ budget: `tenant:${t.tenant}`, unit: "tokens" }, t.tokens]);
+    if (t.requests !== null) out.push([{ budget: `tenant:${t.tenant}`, unit: "requests" }, t.requests]);
   }
   return out;
 }

@@ -122,6 +122,52 @@ describe("formatStatus", () => {
     assert.doesNotMatch(text, /LANE/);
   });
 
+  test("keys' tenants and budgets: used over the last minute against their rate, and the tenants' table", () => {
+    const bucket = (perMinute: number, used: number) => ({
+      per_minute: perMinute,
+      available: 0,
+      used_1m: used,
+      reserve: 0,
+    });
+    const text = formatStatus({
+      ...SNAPSHOT,
+      pods: [],
+      groups: [],
+      keys: [
+        {
+          key: "chat-ui",
+          max_inflight: 16,
+          inflight: 4,
+          queued: 1,
+          tenant: "web",
+          tokens: bucket(20_000, 12_345),
+          requests: null,
+        },
+        { key: "batch", max_inflight: 8, inflight: 0, queued: 0 },
+      ],
+      tenants: [
+        {
+          tenant: "web",
+          keys: ["chat-ui"],
+          inflight: 4,
+          queued: 1,
+          tokens: bucket(50_000, 12_345),
+          requests: bucket(600, 42),
+        },
+      ],
+    });
+    const tail = text.slice(text.indexOf("KEY"));
+    assert.equal(
+      tail,
+      `KEY      INFLIGHT  QUEUED  MAX INFLIGHT  TENANT  TOKENS/MIN USED/TPM  REQUESTS/MIN USED/RPM
+chat-ui  4         1       16            web     12345/20000          -
+batch    0         0       8             -       -                    -
+
+TENANT  KEYS     INFLIGHT  QUEUED  TOKENS/MIN USED/TPM  REQUESTS/MIN USED/RPM
+web     chat-ui  4         1       12345/50000          42/600`,
+    );
+  });
+
   test("leaves out empty sections", () => {
     const text = formatStatus({ ...SNAPSHOT, pods: [], groups: [], keys: [] });
     assert.doesNotMatch(text, /POD|GROUP|KEY/);
