@@ -12,7 +12,7 @@ import { PodView } from "./pods.js";
 import { CODES, OTHER, RefusalRates } from "./refusals.js";
 import { gpuGroups } from "./series-style.js";
 import { TelemetryStream } from "./stream.js";
-import { accountTable, groupTable, keyTable, renderAdmission, renderStore } from "./tables.js";
+import { accountTable, groupTable, keyTable, renderAdmission, renderStore, tenantTable } from "./tables.js";
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -24,6 +24,7 @@ const pods = new PodView(byId("pods-chart"), tbodyOf("pod-table"));
 const groups = groupTable(tbodyOf("group-table"));
 const accounts = accountTable(tbodyOf("account-table"));
 const keys = keyTable(tbodyOf("key-table"));
+const tenants = tenantTable(tbodyOf("tenant-table"));
 const windowSelect = /** @type {HTMLSelectElement} */ (byId("window"));
 let windowSeconds = Number(windowSelect.value);
 
@@ -97,6 +98,7 @@ function onSnapshot(s) {
   groups.update(gpuGroups(s.groups ?? [], s.admission));
   accounts.update(s.accounts ?? []);
   keys.update(s.keys ?? []);
+  tenants.update(s.tenants ?? []);
   renderAdmission(byId("admission"), s.admission);
   scheduleDraw();
 }

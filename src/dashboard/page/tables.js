@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The gateway-wide admission bound and the tables of GPU groups, accounts and client keys. Rows
+ * The gateway-wide admission bound and the tables of GPU groups, accounts, client keys and tenants. Rows
  * are built when the set of names changes (a reload) and otherwise only their text changes.
  */
 import { count, el, field, secs, setShare, setText } from "./dom.js";
@@ -118,13 +118,55 @@ export function keyTable(tbody) {
     (/** @type {any} */ k) => k.key,
     (name) =>
       /** @type {HTMLTableRowElement} */ (
-        el("tr", { "data-key": name }, el("td", {}, name), td("inflight"), td("queued"))
+        el(
+          "tr",
+          { "data-key": name },
+          el("td", {}, name),
+          td("tenant", ""),
+          td("inflight"),
+          td("queued"),
+          td("tokens"),
+          td("requests"),
+        )
       ),
     (row, /** @type {any} */ k) => {
+      setText(field(row, "tenant"), k.tenant ?? "–");
       setText(field(row, "inflight"), `${k.inflight} / ${k.max_inflight}`);
       setText(field(row, "queued"), String(k.queued));
+      // The key's own tpm / rpm: tokens and requests charged in the last minute against the rate.
+      setText(field(row, "tokens"), bucket(k.tokens));
+      setText(field(row, "requests"), bucket(k.requests));
     },
     "no client keys configured (open mode)",
+  );
+}
+
+/** Tenants (`snapshot.tenants`): keys sharing one budget, their calls summed. @param {HTMLTableSectionElement} tbody */
+export function tenantTable(tbody) {
+  return new KeyedTable(
+    tbody,
+    (/** @type {any} */ t) => t.tenant,
+    (name) =>
+      /** @type {HTMLTableRowElement} */ (
+        el(
+          "tr",
+          { "data-tenant": name },
+          el("td", {}, name),
+          td("keys", ""),
+          td("inflight"),
+          td("queued"),
+          td("tokens"),
+          td("requests"),
+        )
+      ),
+    (row, /** @type {any} */ t) => {
+      setText(field(row, "keys"), t.keys.join(", "));
+      setText(field(row, "inflight"), String(t.inflight));
+      setText(field(row, "queued"), String(t.queued));
+      setText(field(row, "tokens"), bucket(t.tokens));
+      setText(field(row, "requests"), bucket(t.requests));
+    },
+    "no tenants configured",
   );
 }
 
