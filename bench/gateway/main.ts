@@ -61,6 +61,7 @@ import type {
 import { type Row, renderReport, writeDoc } from "./report.js";
 import { renderStorm, type StormRow } from "./report-storm.js";
 import { tpmCpuSection } from "./tpm-cpu.js";
+import { rateCpuSection } from "./rate-cpu.js";
 import { wrkStormSection } from "./wrk-storm.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -783,7 +784,10 @@ async function main(): Promise<void> {
       !args.has("--node-loadgen") &&
       !args.has("--no-wrk") &&
       (onlyTargets === undefined || onlyTargets.includes("sluice"))
-        ? await wrkStormSection({ cli: built ? CLI : undefined, quick: QUICK, log })
+        ? [
+            await wrkStormSection({ cli: built ? CLI : undefined, quick: QUICK, log }),
+            await rateCpuSection({ cli: built ? CLI : undefined, quick: QUICK, log }),
+          ].join("\n")
         : "";
     // (e) runs its own sluice, pods and load generator (tpm-cpu.ts).
     const tpmReport = only.includes("e")

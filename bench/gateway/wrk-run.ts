@@ -40,6 +40,8 @@ export interface WrkStormRun {
   connections: number;
   seconds: number;
   threads?: number;
+  /** Each connection waits this long before each request (WRK_DELAY_MS): a rate, not a storm. */
+  delayMs?: number;
 }
 
 /** Runs wrk; rejects when its output has no result line. */
@@ -59,7 +61,11 @@ export function runStormWrk(run: WrkStormRun): Promise<WrkStormResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(run.bin, argv, {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, WRK_BODY: run.body },
+      env: {
+        ...process.env,
+        WRK_BODY: run.body,
+        ...(run.delayMs === undefined ? {} : { WRK_DELAY_MS: String(run.delayMs) }),
+      },
     });
     let out = "";
     child.stdout.on("data", (b: Buffer) => {

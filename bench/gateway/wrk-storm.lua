@@ -22,6 +22,15 @@ local function now_us()
   return tonumber(ts.tv_sec) * 1000000 + math.floor(tonumber(ts.tv_nsec) / 1000)
 end
 
+-- WRK_DELAY_MS: each connection waits this long before each request (a rate, not a storm: the
+-- CPU-at-100-requests/s runs of rate-cpu.ts).
+local pause = tonumber(os.getenv("WRK_DELAY_MS") or "")
+if pause ~= nil then
+  function delay()
+    return pause
+  end
+end
+
 local threads = {}
 local body = os.getenv("WRK_BODY") or "{}"
 local headers = { ["Content-Type"] = "application/json" }
