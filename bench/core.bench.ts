@@ -6,6 +6,8 @@
  *   (c) the same with priorities round-robin interactive / default / bulk
  *   (d) heap bytes per queued waiter at 100,000 waiters (child process per peer, bench/heap.ts)
  *   (e) sluice alone: release → grant hand-off p99 with 10,000 waiters queued (bench/latency.ts)
+ *   (f) sluice alone, issue 24: (b) and (c) over 100 keys and (e) over 1,000 keys, beside no key
+ *       (bench/fair-keys.ts)
  *
  * Method: one idle resident instance of each peer kept for the whole run (`keepResidents`; off
  * with `--no-resident`), one warm-up per peer, then 3 runs interleaved across peers (a, b, c),
@@ -16,6 +18,7 @@ import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { fairKeys, fairKeysRows } from "./fair-keys.js";
 import { grantLatency, type LatencyResult } from "./latency.js";
 import { keepResidents, PEERS, type Peer } from "./peers.js";
 
@@ -130,6 +133,11 @@ async function main(): Promise<void> {
   const e = lats.sort((x, y) => x.p99Us - y.p99Us)[1]!;
 
   report(rows, e, burst, (performance.now() - started) / 1000, loadBefore);
+
+  // Issue 24: (b), (c) with the tasks over 100 keys and (e) over 1,000 keys, beside no key.
+  log("(f) sluice with keys: (b), (c) over 100 keys, grant latency over 1,000 keys");
+  const f = await fairKeys(quick, true);
+  console.log(`\nIssue 24, fair queuing (median of 3, interleaved):\n\n${fairKeysRows(f).join("\n")}`);
 }
 
 function fmtOps(x: number | undefined): string {

@@ -12,6 +12,17 @@ import { Governor, type Lease, type Priority } from "../src/index.js";
 const now = process.hrtime.bigint;
 const PRIORITIES: readonly Priority[] = ["interactive", "default", "bulk"];
 
+/** `n` keys with no practical bound, weights 1–5 round-robin (`weights` false: no weight given). */
+export function keyOptions(
+  n: number,
+  weights: boolean,
+): Record<string, { maxInflight: number; weight?: number }> {
+  const keys: Record<string, { maxInflight: number; weight?: number }> = {};
+  for (let i = 0; i < n; i++)
+    keys[`k${i}`] = { maxInflight: 1_000_000, ...(weights ? { weight: 1 + (i % 5) } : {}) };
+  return keys;
+}
+
 export interface LatencyResult {
   samples: number;
   queued: number;
@@ -20,11 +31,21 @@ export interface LatencyResult {
   maxUs: number;
 }
 
-export async function grantLatency(queued = 10_000, samples = 10_000, warm = 2_000): Promise<LatencyResult> {
+export async function grantLatency(
+  queued = 10_000,
+  samples = 10_000,
+  warm = 2_000,
+  /** Waiters spread round-robin over this many keys, weights 1–5 (issue 24: fair queuing); 0 = no key. */
+  keys = 0,
+  /** Pass each key's weight (off for a tree without `keys[].weight`). */
+  weights = true,
+): Promise<LatencyResult> {
   const limit = 64;
   const gov = new Governor({
     lanes: { l: { limit, queueLimit: 200_000, queueTimeoutMs: 3_600_000, reserve: 0 } },
+    ...(keys > 0 ? { keys: keyOptions(keys, weights) } : {}),
   });
+  const keyOf = (i: number): string | undefined => (keys > 0 ? `k${i % keys}` : undefined);
   const held: Lease[] = [];
   const lat = new Float64Array(samples);
   let recorded = 0;
@@ -33,8 +54,8 @@ export async function grantLatency(queued = 10_000, samples = 10_000, warm = 2_0
   let granted: (() => void) | null = null;
   let joined = 0;
 
-  const waiter = async (priority: Priority) => {
-    const lease = await gov.acquire("l", { priority });
+  const waiter = async (priority: Priority, key: string | undefined) => {
+    const lease = await gov.acquire("l", key === undefined ? { priority } : { priority, key });
     const t = now();
     if (recording) lat[recorded++] = Number(t - releasedAt);
     held.push(lease);
@@ -43,7 +64,7 @@ export async function grantLatency(queued = 10_000, samples = 10_000, warm = 2_0
     wake?.();
   };
 
-  for (let i = 0; i < limit + queued; i++) void waiter(PRIORITIES[joined++ % 3]!);
+  for (let i = 0; i < limit + queued; i++) void waiter(PRIORITIES[joined % 3]!, keyOf(joined++));
   await new Promise<void>((resolve) => setImmediate(resolve));
   const depth = gov.snapshot().lanes[0]!.queued;
   if (held.length !== limit || depth !== queued)
@@ -51,7 +72,7 @@ export async function grantLatency(queued = 10_000, samples = 10_000, warm = 2_0
 
   for (let step = 0; step < warm + samples; step++) {
     recording = step >= warm;
-    void waiter(PRIORITIES[joined++ % 3]!);
+    void waiter(PRIORITIES[joined % 3]!, keyOf(joined++));
     const lease = held.shift()!;
     const next = new Promise<void>((resolve) => {
       granted = resolve;

@@ -66,6 +66,9 @@ export class ClassQueue<T extends QueueNode> {
   #maxEnqueued = Number.NEGATIVE_INFINITY;
   live = 0;
   #pushes = 0;
+  /** The waiter `charge` was last called for, and its list, until its removal. */
+  #charged: T | null = null;
+  #chargedList: FlowList<T> | null = null;
 
   /** Whether flows share this class now (else only the anonymous list is used). */
   get flowing(): boolean {
@@ -139,7 +142,9 @@ export class ClassQueue<T extends QueueNode> {
 
   /** Takes out `node`, which is in this class. */
   remove(node: T): void {
-    const list = this.#listHolding(node);
+    const list = node === this.#charged ? this.#chargedList! : this.#listHolding(node);
+    this.#charged = null;
+    this.#chargedList = null;
     const wasFirst = list.first === node;
     list.remove(node, node.queued);
     this.live--;
@@ -153,7 +158,11 @@ export class ClassQueue<T extends QueueNode> {
 
   /** `node`, its flow's oldest, is about to be served: its flow pays for the grant (fair-queue.ts). */
   charge(node: T): void {
-    if (this.#fair !== null) this.#fair.charge(this.#listHolding(node));
+    if (this.#fair === null) return;
+    const list = this.#listHolding(node);
+    this.#fair.charge(list);
+    this.#charged = node; // the removal that follows finds its list here
+    this.#chargedList = list;
   }
 
   /** Every waiter, oldest first (O(n log n) while flows share the class). */

@@ -134,8 +134,9 @@ export class Scheduler extends Grants {
       const rate = rateRefusal(lane, cost, nowMs, true, rank);
       if (rate !== null) return this.refuse(lane, rate);
     }
-    const position = lane.queue.positionForArrival(rank, flow);
-    // Say no at once: waiting would only end in a timeout (DESIGN §1.1).
+    let position = lane.queue.positionForArrival(rank);
+    // Say no at once: waiting would only end in a timeout (DESIGN §1.1) — in its flow's turn.
+    if (waitExceedsTimeout(lane, position)) position = lane.queue.positionForArrival(rank, flow);
     if (waitExceedsTimeout(lane, position))
       return this.refuse(lane, queueFull(lane, position, "expected_wait", rank));
     if (lane.queue.size >= lane.settings.queueLimit && shedVictim(lane, rank, arrivedAt) === null)

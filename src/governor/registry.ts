@@ -32,6 +32,7 @@ import {
 } from "../core/snapshot.js";
 import type { KeyBudget } from "../core/key-meter.js";
 import type { Store } from "../store/store.js";
+import { syncFlows, type TenantFlows } from "./flows.js";
 import { syncKeyBudgets, tenantBudgetKey, tenantOf } from "./key-budgets.js";
 import { passThroughLease } from "./pass-through.js";
 
@@ -54,6 +55,8 @@ export class Registry {
   readonly keys = new Map<string, ArrivalBudget>();
   /** Keys' and tenants' token and request budgets by store key (`key-budgets.ts`), on their calls' paths. */
   readonly keyBudgets = new Map<string, KeyBudget>();
+  /** Tenants' fair-queuing flows by name (`flows.ts`), kept across reloads. */
+  readonly #tenantFlows: TenantFlows = new Map();
   /** Provider accounts by name: each one budget on the path of every lane of the account. */
   readonly accounts = new Map<string, AccountBudget>();
   /** One pod per URL, whichever lanes list it. */
@@ -111,6 +114,7 @@ export class Registry {
       return budget;
     });
     syncKeyBudgets(store, options, this.keys, this.keyBudgets, this.now());
+    syncFlows(options, this.keys, this.#tenantFlows);
     syncMap(this.accounts, options.accounts ?? {}, (name, settings) => {
       const account = store.account(`account:${name}`, settings, this.now(), name);
       account.reconfigure(settings, this.now());
