@@ -119,7 +119,7 @@ export interface AdminKeyConfig {
 export interface ModelConfig {
   /** As clients ask for it (`model` in the body or `X-Sluice-Model`). */
   readonly name: string;
-  /** The lane limit; 0 = no lane bound (the Governor's pass-through lane). */
+  /** The lane limit; 0 = no bound of its own: the Governor's lane gets its pods' total (`laneLimit`, reach.ts). */
   readonly maxConcurrentRequests: number;
   /** Clamped to `maxConcurrentRequests − 1` (0 when that is negative). */
   readonly reserve: number;
