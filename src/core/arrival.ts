@@ -90,7 +90,7 @@ export function keyRefusal(
 ): KeyLimitError | RateLimitError | null {
   if (key === null) return null;
   if (key.full) return keyLimit(key, lane);
-  return key.meter === null ? null : key.meter.refusal(lane.name, cost, nowMs);
+  return key.meter === undefined ? null : key.meter.refusal(lane.name, cost, nowMs);
 }
 
 /**

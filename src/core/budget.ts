@@ -6,7 +6,6 @@
  * slot), a token bucket counts it, a request bucket counts one per call (`rate-budget.ts`).
  */
 import type { Flow } from "./fair-queue.js";
-import type { KeyMeter } from "./key-meter.js";
 import { INTERACTIVE, type Rank } from "./priority.js";
 
 /** One limit on a path. */
@@ -96,8 +95,6 @@ export class ConcurrencyBudget implements Budget {
 export class ArrivalBudget {
   inflight = 0;
   queued = 0;
-  /** The key's token and request budgets (its own, its tenant's) on its calls' paths; null = none. */
-  meter: KeyMeter | null = null;
   /** The flow its calls share their class by (its own, or its tenant's; fair-queue.ts); null = anonymous. */
   flow: Flow | null = null;
 

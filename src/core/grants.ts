@@ -51,7 +51,7 @@ export class Grants {
   protected push(lane: Lane<Ticket>, t: Ticket, nowMs: number): void {
     if (t.key !== null) {
       t.key.queued++;
-      if (t.key.meter !== null) {
+      if (t.key.meter !== undefined) {
         t.key.meter.queue(t.tokens, 1);
         lane.keyMetered++;
       }
@@ -68,7 +68,7 @@ export class Grants {
     lane.queuedTokens[t.rank] -= t.tokens;
     if (lane.queue.size === 0) this.waiting.delete(lane);
     if (t.key !== null && t.key.queued > 0) t.key.queued--;
-    if (t.key !== null && t.key.meter !== null) {
+    if (t.key !== null && t.key.meter !== undefined) {
       t.key.meter.queue(t.tokens, -1);
       if (lane.keyMetered > 0) lane.keyMetered--; // a reload may have given the key its meter meanwhile
     }

@@ -20,8 +20,16 @@ import { RateLimitError } from "./errors.js";
 import { Path } from "./path.js";
 import type { Rank } from "./priority.js";
 import { MINUTE_MS, type RateBudget } from "./rate-budget.js";
-import type { RateLimitInfo } from "./rate-limits.js";
 import { MIN_RETRY_AFTER_MS } from "./retry-after.js";
+
+// The key's meter rides on its arrival budget (`ArrivalBudget.meter`), declared here rather than in
+// budget.ts: the meter needs paths and accounts, which need budget.ts (no import cycle).
+declare module "./budget.js" {
+  interface ArrivalBudget {
+    /** The key's token and request budgets (its own, its tenant's) on its calls' paths; absent = none. */
+    meter?: KeyMeter | undefined;
+  }
+}
 
 /** One key's or tenant's budget, with what the waiters counted against it have yet to take. */
 export class KeyBudget {
@@ -127,24 +135,5 @@ export class KeyMeter {
       }
     }
     return null;
-  }
-
-  /** The key's buckets as the `RateLimit` / `x-ratelimit-*` headers report them (no reserve: all is the key's). */
-  rateLimits(nowMs: number): RateLimitInfo[] {
-    const out: RateLimitInfo[] = [];
-    for (const part of this.parts) {
-      for (const b of part.buckets()) {
-        const level = b.levelAt(nowMs);
-        out.push({
-          scope: part.scope,
-          name: part.owner,
-          unit: b.unit,
-          perMinute: b.perMinute,
-          remaining: Math.max(0, Math.floor(level - part.queuedIn(b))),
-          resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
-        });
-      }
-    }
-    return out;
   }
 }

@@ -30,6 +30,7 @@ import type { Store } from "../store/store.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { wireFleetHooks } from "./fleet-hooks.js";
+import { keyRateLimits } from "./key-budgets.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
 import { Signal } from "./signal.js";
@@ -242,10 +243,9 @@ export class Governor {
    */
   rateLimits(lane: string, priority: Priority = "interactive", key?: string): RateLimitInfo[] {
     const l = this.#registry.lanes.get(lane);
+    if (l === undefined) return [];
     const now = this.#clock.now();
-    const limits = l === undefined ? [] : rateLimitsOf(l, now, rankOrThrow(priority));
-    const meter = l === undefined ? null : (this.#registry.key(key)?.meter ?? null); // key-meter.ts
-    return meter === null ? limits : [...limits, ...meter.rateLimits(now)];
+    return [...rateLimitsOf(l, now, rankOrThrow(priority)), ...keyRateLimits(this.#registry.key(key), now)];
   }
 
   /**

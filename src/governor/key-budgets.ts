@@ -12,6 +12,8 @@ import type { ArrivalBudget } from "../core/budget.js";
 import { KeyBudget, KeyMeter } from "../core/key-meter.js";
 import { keyBudgetSettings } from "../core/key-options.js";
 import type { ResolvedOptions } from "../core/options.js";
+import { MINUTE_MS } from "../core/rate-budget.js";
+import type { RateLimitInfo } from "../core/rate-limits.js";
 import type { Store } from "../store/store.js";
 
 /** The store key of a key's budget: not `key:ID`, which is its arrival bound's. */
@@ -51,14 +53,37 @@ export function syncKeyBudgets(
     const arrival = keys.get(id);
     if (arrival === undefined) continue;
     const same =
-      arrival.meter !== null &&
+      arrival.meter !== undefined &&
       arrival.meter.parts.length === parts.length &&
       arrival.meter.parts.every((p, i) => p === parts[i]);
     // The same parts keep their meter (and the keyed paths it made); other parts get a new one.
-    if (!same) arrival.meter = parts.length === 0 ? null : new KeyMeter(parts);
+    if (!same) arrival.meter = parts.length === 0 ? undefined : new KeyMeter(parts);
   }
   budgets.clear();
   for (const [k, b] of wanted) budgets.set(k, b);
+}
+
+/**
+ * A key's buckets and its tenant's (none for no key) as the `RateLimit` / `x-ratelimit-*` headers report them
+ * (`core/rate-limits.ts` for the lane's and account's): no interactive reserve, so `remaining` is
+ * the level less what the key's (tenant's) queued calls will take.
+ */
+export function keyRateLimits(key: ArrivalBudget | null, nowMs: number): RateLimitInfo[] {
+  const out: RateLimitInfo[] = [];
+  for (const part of key?.meter?.parts ?? []) {
+    for (const b of part.buckets()) {
+      const level = b.levelAt(nowMs);
+      out.push({
+        scope: part.scope,
+        name: part.owner,
+        unit: b.unit,
+        perMinute: b.perMinute,
+        remaining: Math.max(0, Math.floor(level - part.queuedIn(b))),
+        resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
+      });
+    }
+  }
+  return out;
 }
 
 /** The tenant of each key that has one (the snapshot's grouping). */
