@@ -1,6 +1,6 @@
 /**
  * Per-key and per-tenant token budgets judged at the provider (issue 24), shared by the one-gateway
- * test (key-budgets.test.ts) and the two-replicas-on-Redis one (test/store/fleet-key-budgets.test.ts):
+ * test (key-budget-provider.test.ts) and the two-replicas-on-Redis one (test/store/fleet-key-budgets.test.ts):
  * the config, a flood of calls from each key at once, and what the provider billed each key.
  *
  * The keys: `a` with `tpm: 20000` of its own; `t1` and `t2` of tenant `team` with `tpm: 20000`

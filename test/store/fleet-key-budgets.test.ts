@@ -1,7 +1,7 @@
 /**
  * Per-key and per-tenant token budgets across a fleet (issue 24): two `Gateway`s on one Redis (a
  * key prefix of their own), in front of one fake provider that bills by call id. The same flood as
- * the one-gateway test (test/gateway/key-budgets.test.ts), its calls alternating between the two
+ * the one-gateway test (test/gateway/key-budget-provider.test.ts), its calls alternating between the two
  * gateways: key `a` (`tpm: 20000`) and tenant `team` (`tpm: 20000` over keys t1, t2) are billed no
  * more than one budget allows over the run — not one per gateway, which would let through up to
  * twice as much (the flood offers twice the budget) — and key `b`, without a budget, is never
