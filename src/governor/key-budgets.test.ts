@@ -84,6 +84,22 @@ describe("Governor: per-key token budgets", () => {
     );
   });
 
+  test("a key's rpm counts one per call, whatever its estimate; refused past it naming the requests bucket", async () => {
+    const clock = new ManualClock();
+    const gov = new Governor({
+      clock,
+      keys: { r: { maxInflight: 100, rpm: 2 } },
+      lanes: { n: { limit: 4 } },
+    });
+    for (let i = 0; i < 2; i++) (await gov.acquire("n", { key: "r", tokens: 50_000 })).release();
+    const error = (await gov.acquire("n", { key: "r" }).catch((e) => e)) as RateLimitError;
+    assert.ok(isRateLimitError(error));
+    assert.deepEqual([error.budget, error.unit, error.needed], ["key:r", "requests", 1]);
+    assert.equal(error.retryAfterMs, 30_000, "one request at 2 a minute");
+    clock.advance(30_000);
+    (await gov.acquire("n", { key: "r" })).release();
+  });
+
   test("a provider's 429 with a reset pauses the pod, never the key's budget", async () => {
     const clock = new ManualClock();
     const gov = new Governor(options(clock));
