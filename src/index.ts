@@ -28,7 +28,14 @@ export {
 } from "./core/errors.js";
 export type { Event } from "./core/events.js";
 export type { Lease, ReleaseOptions, Usage } from "./core/lease.js";
-export type { AccountOptions, GovernorOptions, LaneOptions, PodOptions } from "./core/options.js";
+export type {
+  AccountOptions,
+  GovernorOptions,
+  KeyOptions,
+  LaneOptions,
+  PodOptions,
+  TenantOptions,
+} from "./core/options.js";
 export type { FailureInput, Outcome } from "./core/outcome.js";
 export { classifyOutcome } from "./core/outcome.js";
 export type { Priority } from "./core/priority.js";
