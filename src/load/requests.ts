@@ -23,6 +23,7 @@ export function prepareRequest(
   const label = `${group.name} #${index}`;
   const headers: Record<string, string> = {};
   if (throughSluice && group.priority !== undefined) headers["x-sluice-priority"] = group.priority;
+  if (group.idempotencyKeys === true) headers["idempotency-key"] = `${group.name}-${index}`;
   if (group.tenant !== undefined) {
     headers.authorization = `Bearer ${group.tenant.token}`;
     headers["x-sim-tenant"] = group.tenant.id;

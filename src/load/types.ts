@@ -116,6 +116,14 @@ export interface ClientGroup {
    * the sims count by (`PodStats.tenants`), on both sides. **Default:** none (no key, not counted).
    */
   tenant?: { id: string; token: string };
+  /**
+   * Each call carries `Idempotency-Key: <group>-<index>` (its retries the same one), as clients
+   * that name their calls do: the gateway's retry pacing (src/gateway/pacing.ts) then never takes
+   * a new call on a connection for a retry of the refused one before it — which it may when two
+   * calls' prompts have the same length and the next follows a refusal within 20 ms, as a
+   * tenant's flood of one-line calls does. **Default:** `false`.
+   */
+  idempotencyKeys?: boolean;
 }
 
 /** One check of a run against the issue's targets. */

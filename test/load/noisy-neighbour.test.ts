@@ -1,10 +1,11 @@
 /**
- * Issue 24's proof, short: `noisy-neighbour` at 8 slots for 40 seed seconds at scale 0.1 (~15 s in
- * all). Tenant A floods at 10 × its share, tenant B offers half of its own; the three runs (B
- * alone through sluice, A + B through sluice, A + B straight to the pod) are judged by what the
- * pod itself counted per tenant (`x-sim-tenant`), not only by the clients. The p99-wait target
- * (B under A's flood within 1.2 × B alone) is a latency: it is the full profile's check
- * (`npm run load -- noisy-neighbour`, docs/load.md), not asserted here.
+ * Issue 24's proof, short: `noisy-neighbour` at 16 slots of 8 s calls for 30 seed seconds at
+ * scale 0.2, clients giving up after 20 s (~30 s in all). Tenant A floods at 10 × its share,
+ * tenant B offers half of its own; the three runs (B alone through sluice, A + B through sluice,
+ * A + B straight to the pod) are judged by what the pod itself counted per tenant
+ * (`x-sim-tenant`), not only by the clients. The p99-wait target (B under A's flood within 1.2 ×
+ * B alone) is a latency: it is the full profile's check (`npm run load -- noisy-neighbour`,
+ * docs/load.md), not asserted here.
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
@@ -13,7 +14,15 @@ import { noisyNeighbourProfile, TENANT_A, TENANT_B } from "../../src/load/profil
 import { type RunnerResult, runProfile } from "../../src/load/runner.js";
 import type { RunStats } from "../../src/load/stats.js";
 
-const profile = noisyNeighbourProfile({ slots: 8, serviceMs: 4_000, durationMs: 40_000, warmupMs: 10_000 });
+const profile = noisyNeighbourProfile({
+  slots: 16,
+  // 1.6 s a call at this scale: the gateway's few ms between a pod's answer and its next call are
+  // not what the lane's utilization measures (at 0.8 s, 94.8 % once on a machine at load 12).
+  serviceMs: 8_000,
+  durationMs: 30_000,
+  warmupMs: 8_000,
+  clientTimeoutMs: 20_000,
+});
 let result: RunnerResult;
 
 /** The pods' own count for `tenant` in `run`. */
@@ -26,7 +35,7 @@ function atPod(run: RunStats, tenant: string) {
 }
 
 before(async () => {
-  result = await runProfile({ profile, scale: 0.1 });
+  result = await runProfile({ profile, scale: 0.2 });
 });
 
 describe("noisy-neighbour, short", () => {
@@ -62,9 +71,7 @@ describe("noisy-neighbour, short", () => {
     assert.ok(atPod(direct, TENANT_A.id).slotMs > 4 * atPod(direct, TENANT_B.id).slotMs);
   });
 
-  test("through sluice B keeps its share under A's flood, and A uses what B leaves (the pod's own count)", {
-    todo: "needs weighted fair queuing (issue 24)",
-  }, () => {
+  test("through sluice B keeps its share under A's flood, and A uses what B leaves (the pod's own count)", () => {
     const sluice = result.sluice!;
     const b = podSuccessB(sluice, TENANT_B.id)!;
     assert.ok(

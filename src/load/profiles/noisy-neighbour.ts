@@ -30,8 +30,8 @@ export interface NoisyNeighbourOptions {
   warmupMs?: number;
   /**
    * `auth.keys[].weight` of A and B; each tenant's share of the lane is its weight ÷ the sum.
-   * `null` leaves the key out: every key weighs the same (1). **Default:** `null` (the gateway
-   * does not know `weight` yet: issue 24).
+   * `null` leaves the key out (every key then weighs 1; a gateway before issue 24 refuses the
+   * key). **Default:** `{ a: 1, b: 1 }`.
    */
   weights?: { a: number; b: number } | null;
   /** A's offered rate ÷ its share. **Default:** `10`. */
@@ -55,7 +55,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
   const lanePerSecond = slots / (serviceMs / 1000);
   const durationMs = o.durationMs ?? 120_000;
   const warmupMs = o.warmupMs ?? Math.min(20_000, durationMs / 4);
-  const weights = o.weights === undefined ? null : o.weights;
+  const weights = o.weights === undefined ? { a: 1, b: 1 } : o.weights;
   const floodFactor = o.floodFactor ?? 10;
   const quietFactor = o.quietFactor ?? 0.5;
   const queueTimeoutS = o.queueTimeoutS ?? 10;
@@ -77,6 +77,8 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
     arrival: { kind: "open", perSecond },
     timeoutMs: clientTimeoutMs,
     tenant,
+    // Distinct calls of one length: named, so the gateway's retry pacing never holds one for a retry.
+    idempotencyKeys: true,
   });
   const key = (tenant: { id: string; token: string }, weight: number | undefined) => ({
     id: tenant.id,
@@ -93,7 +95,9 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
       `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s`,
       "three runs: B alone through sluice (its waits without A), A + B through sluice, A + B straight to the pod",
     ],
-    defaultScale: 0.2,
+    // A's flood is 5 × the lane: 80 calls a real second at 0.5, which a gateway thread answers
+    // at once on a busy 2-core machine; at 0.2 (200 a second) its refusals waited on the loop.
+    defaultScale: 0.5,
     pods: [
       {
         model: "shared",
