@@ -10,14 +10,7 @@
  * empties, the flows are forgotten: nobody is backlogged, so nobody is owed a turn.
  */
 import { ClassList } from "./arrival-list.js";
-import {
-  ANONYMOUS,
-  FairQueue,
-  type Flow,
-  type FlowState,
-  type HeapOrder,
-  IndexedHeap,
-} from "./fair-queue.js";
+import { ANONYMOUS, FairQueue, type Flow, type FlowState, IndexedHeap } from "./fair-queue.js";
 import type { QueueNode } from "./wait-queue.js";
 
 /** One flow's waiters of one class, in arrival order, with its place in the fair queue. */
@@ -29,27 +22,25 @@ class FlowList<T extends QueueNode> extends ClassList<T> implements FlowState {
   oldAt = -1;
   /** When its newest waiter was pushed (the class's push count): ties in arrival go to the later push. */
   tailPush = 0;
+  /**
+   * Its oldest waiter's arrival and enqueue times, kept here while it has waiters: the heap
+   * compares flows without reading each flow's oldest waiter, which in a long queue is memory
+   * nobody else touches now.
+   */
+  headArrivedAt = 0;
+  headEnqueuedAt = 0;
+
+  /** Copies the oldest waiter's times (call after the head changed). */
+  noteHead(): void {
+    const head = this.first!;
+    this.headArrivedAt = head.arrivedAt;
+    this.headEnqueuedAt = head.enqueuedAt;
+  }
 
   constructor(readonly flow: Flow) {
     super();
   }
 }
-
-/**
- * By oldest waiter: earlier arrival first; of equal arrivals, the earlier enqueued (so the top is
- * the next deadline too). The index is `oldAt`.
- */
-const BY_OLDEST: HeapOrder<FlowList<QueueNode>> = {
-  before(a, b) {
-    const x = a.first!;
-    const y = b.first!;
-    return x.arrivedAt < y.arrivedAt || (x.arrivedAt === y.arrivedAt && x.enqueuedAt < y.enqueuedAt);
-  },
-  setIndex(s, at) {
-    s.oldAt = at;
-  },
-  indexOf: (s) => s.oldAt,
-};
 
 export class ClassQueue<T extends QueueNode> {
   /** Waiters with no flow (the only list until a flowed waiter comes). */
@@ -133,9 +124,13 @@ export class ClassQueue<T extends QueueNode> {
     if (list.last === node) list.tailPush = ++this.#pushes;
     if (this.#fair !== null) {
       if (joins) {
+        list.noteHead();
         this.#fair.join(list);
         this.#oldest!.insert(list);
-      } else if (list.first === node) this.#oldest!.update(list);
+      } else if (list.first === node) {
+        list.noteHead();
+        this.#oldest!.update(list);
+      }
     }
     return broken;
   }
@@ -153,7 +148,10 @@ export class ClassQueue<T extends QueueNode> {
     else if (list.live === 0) {
       this.#fair.leave(list);
       this.#oldest!.remove(list);
-    } else if (wasFirst) this.#oldest!.update(list);
+    } else if (wasFirst) {
+      list.noteHead();
+      this.#oldest!.update(list);
+    }
   }
 
   /** `node`, its flow's oldest, is about to be served: its flow pays for the grant (fair-queue.ts). */
@@ -220,11 +218,12 @@ export class ClassQueue<T extends QueueNode> {
   #startFlows(): void {
     this.#byFlow = new Map();
     this.#fair = new FairQueue();
-    this.#oldest = new IndexedHeap<FlowList<T>>(BY_OLDEST as HeapOrder<FlowList<T>>);
+    this.#oldest = new IndexedHeap<FlowList<T>>(false);
     const tail = this.anon.last;
     if (tail !== null) {
       this.#maxArrived = tail.arrivedAt;
       this.#maxEnqueued = tail.enqueuedAt;
+      this.anon.noteHead();
       this.#fair.join(this.anon);
       this.#oldest.insert(this.anon);
     }

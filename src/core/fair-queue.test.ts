@@ -14,6 +14,9 @@ const state = (name: string, weight: number, backlog = 0): State => ({
   vstart: 0,
   turn: 0,
   fairAt: -1,
+  headArrivedAt: 0,
+  headEnqueuedAt: 0,
+  oldAt: -1,
   backlog,
 });
 
@@ -96,38 +99,33 @@ describe("FairQueue", () => {
 
 describe("IndexedHeap", () => {
   test("keeps the smallest on top through inserts, updates and removals from anywhere", () => {
-    type Item = { key: number; at: number };
-    const heap = new IndexedHeap<Item>({
-      before: (a, b) => a.key < b.key,
-      setIndex: (s, at) => {
-        s.at = at;
-      },
-      indexOf: (s) => s.at,
-    });
+    const heap = new IndexedHeap<State>(true);
     let seed = 7;
     const rand = () => {
       seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    const live: Item[] = [];
+    const live: State[] = [];
     for (let i = 0; i < 2000; i++) {
       const r = rand();
       if (r < 0.5 || live.length === 0) {
-        const item = { key: Math.floor(rand() * 100), at: -1 };
+        const item = state(`s${i}`, 1);
+        item.vstart = Math.floor(rand() * 100);
+        item.turn = i;
         heap.insert(item);
         live.push(item);
       } else if (r < 0.75) {
         const item = live[Math.floor(rand() * live.length)]!;
-        item.key = Math.floor(rand() * 100);
+        item.vstart = Math.floor(rand() * 100);
         heap.update(item);
       } else {
         const item = live.splice(Math.floor(rand() * live.length), 1)[0]!;
         heap.remove(item);
-        assert.equal(item.at, -1);
+        assert.equal(item.fairAt, -1);
       }
-      const min = Math.min(...live.map((x) => x.key));
-      assert.equal(heap.top?.key ?? Number.POSITIVE_INFINITY, min);
-      for (const item of live) assert.equal(heap.items[item.at], item);
+      const min = Math.min(...live.map((x) => x.vstart));
+      assert.equal(heap.top?.vstart ?? Number.POSITIVE_INFINITY, min);
+      for (const item of live) assert.equal(heap.items[item.fairAt], item);
     }
   });
 });
@@ -193,6 +191,22 @@ describe("WaitQueue with flows", () => {
     assert.equal(q.next(2)?.name, "l-new");
     // At 120 s h-old has aged to interactive and arrived before i: the class goes, as its oldest.
     assert.equal(q.best(120_000, 60_000)?.name, "h-old");
+  });
+
+  test("a waiter whose key moved to another flow while it waited (a reload) is still found and removed", () => {
+    const q = new WaitQueue<Node>();
+    const a = node("a", heavy, 1);
+    const b = node("b", light, 2);
+    const c = node("c", null, 3);
+    for (const n of [a, b, c]) q.push(n);
+    a.flow = light; // its key now names another tenant
+    c.flow = heavy;
+    q.charge(a);
+    q.remove(a);
+    q.remove(c);
+    assert.equal(q.size, 1);
+    assert.deepEqual(drain(q, 10), ["b"]);
+    assert.equal(q.head(1), null);
   });
 
   test("a flowed waiter's removal from the middle and position estimate", () => {

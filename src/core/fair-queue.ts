@@ -25,7 +25,7 @@ export interface Flow {
 export const ANONYMOUS: Flow = Object.freeze({ name: "", weight: 1 }) as Flow;
 
 /** A flow's place in one queue: what the fair queue reads and writes on it. */
-export interface FlowState {
+export interface FlowState extends HeapItem {
   readonly flow: Flow;
   /** The virtual start tag of the flow's next waiter. */
   vstart: number;
@@ -35,30 +35,43 @@ export interface FlowState {
   fairAt: number;
 }
 
-/** How an {@link IndexedHeap} orders its items and where it keeps each one's index. */
-export interface HeapOrder<S> {
-  /** True when `a` goes before `b`. */
-  before(a: S, b: S): boolean;
-  setIndex(s: S, at: number): void;
-  indexOf(s: S): number;
+/**
+ * What an {@link IndexedHeap} orders: a flow's place in a queue, by virtual start tag, then turn
+ * (`byTag`, index in `fairAt`), or by its oldest waiter's arrival, then enqueue time (index in
+ * `oldAt`; copied onto the flow so a comparison never reads a waiter). Written out rather than
+ * passed as callbacks: a grant sifts two heaps, and the indirect calls cost more than the
+ * comparisons (a 100k push-and-drain over 100 flows: 50 → 26 ms).
+ */
+export interface HeapItem {
+  vstart: number;
+  turn: number;
+  fairAt: number;
+  headArrivedAt: number;
+  headEnqueuedAt: number;
+  oldAt: number;
 }
 
 /** A binary min-heap that keeps each item's index on the item (so any item can move or leave). */
-export class IndexedHeap<S> {
+export class IndexedHeap<S extends HeapItem> {
   readonly items: S[] = [];
 
-  constructor(private readonly order: HeapOrder<S>) {}
+  constructor(private readonly byTag: boolean) {}
 
   private before(a: S, b: S): boolean {
-    return this.order.before(a, b);
+    if (this.byTag) return a.vstart < b.vstart || (a.vstart === b.vstart && a.turn < b.turn);
+    return (
+      a.headArrivedAt < b.headArrivedAt ||
+      (a.headArrivedAt === b.headArrivedAt && a.headEnqueuedAt < b.headEnqueuedAt)
+    );
   }
 
   private setIndex(s: S, at: number): void {
-    this.order.setIndex(s, at);
+    if (this.byTag) s.fairAt = at;
+    else s.oldAt = at;
   }
 
   private indexOf(s: S): number {
-    return this.order.indexOf(s);
+    return this.byTag ? s.fairAt : s.oldAt;
   }
 
   get size(): number {
@@ -133,18 +146,9 @@ export class IndexedHeap<S> {
   }
 }
 
-/** By virtual start tag, then by who took it first; the index is `fairAt`. */
-const BY_TAG: HeapOrder<FlowState> = {
-  before: (a, b) => a.vstart < b.vstart || (a.vstart === b.vstart && a.turn < b.turn),
-  setIndex: (s, at) => {
-    s.fairAt = at;
-  },
-  indexOf: (s) => s.fairAt,
-};
-
 /** The backlogged flows of one class of one lane, by virtual start tag. */
 export class FairQueue<S extends FlowState> {
-  readonly #heap = new IndexedHeap<S>(BY_TAG);
+  readonly #heap = new IndexedHeap<S>(true);
   /** Virtual time: the start tag of the last waiter served. */
   #vnow = 0;
   #turns = 0;
