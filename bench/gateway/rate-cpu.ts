@@ -1,6 +1,7 @@
 /**
- * What sluice costs at the rates model traffic has (issue 26): CPU per answer at ~100 requests/s
- * for sluice with the memory store, sluice with a Redis store, and the bare undici proxy
+ * What sluice costs at the rates model traffic has (issue 26): CPU per answer at ~100 requests/s,
+ * and on the queue path (128 connections, every call waits), for sluice with the memory store,
+ * sluice with a Redis store, and the bare undici proxy
  * (bare-proxy.ts, the Node floor), each in its own process in front of the same two sim pods of
  * 8 slots answering after 50 ms. Load: wrk (wrk-storm.lua) with 11 connections, each waiting
  * 50 ms before each request, so ~100 requests/s and nothing queues. Rounds alternate the
@@ -27,6 +28,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
 const CONNECTIONS = 11;
 const DELAY_MS = 50;
+/** The queue path: 128 connections with no pause, 16 slots, so every call waits (bench (d) at 8×). */
+const QUEUE_CONNECTIONS = 128;
+
+/** The two loads: ~100 requests/s, and the queue path. */
+const MODES = [
+  { key: "rate", connections: CONNECTIONS, delayMs: DELAY_MS as number | undefined },
+  { key: "queue", connections: QUEUE_CONNECTIONS, delayMs: undefined },
+] as const;
+type Mode = (typeof MODES)[number]["key"];
 const PATH = "/ocr/page";
 
 export interface RateCpuOptions {
@@ -107,7 +117,9 @@ export async function rateCpuSection(o: RateCpuOptions): Promise<string> {
   });
   const seconds = o.quick ? 3 : 8;
   const rounds = o.quick ? 1 : 3;
-  const perRound = new Map<Name, { us: number; rate: number }[]>();
+  const perRound = new Map<Mode, Map<Name, { us: number; rate: number }[]>>(
+    MODES.map((m) => [m.key, new Map()]),
+  );
   try {
     const spec: BareListener[] = [{ pods: urls, perPod: 8 }];
     const bare = fork(join(here, "bare-proxy.ts"), [JSON.stringify(spec)], {
@@ -138,22 +150,27 @@ export async function rateCpuSection(o: RateCpuOptions): Promise<string> {
     for (const t of targets)
       await runStormWrk({ bin: wrk, url: `${t.url}${PATH}`, body, connections: CONNECTIONS, seconds: 2 });
     for (let round = 0; round < rounds; round++) {
-      for (const t of targets) {
-        log(`(d) ~100 requests/s → ${t.name}, round ${round + 1}/${rounds}`);
-        const cpu0 = cpuSeconds(t.pid);
-        const r = await runStormWrk({
-          bin: wrk,
-          url: `${t.url}${PATH}`,
-          body,
-          connections: CONNECTIONS,
-          seconds,
-          delayMs: DELAY_MS,
-        });
-        const cpu = cpuSeconds(t.pid) - cpu0;
-        const ok = r.statuses["200"] ?? 0;
-        const list = perRound.get(t.name) ?? [];
-        list.push({ us: (cpu * 1e6) / Math.max(1, ok), rate: ok / r.seconds });
-        perRound.set(t.name, list);
+      for (const mode of MODES) {
+        for (const t of targets) {
+          log(
+            `(d) ${mode.key === "rate" ? "~100 requests/s" : "queue path, -c128"} → ${t.name}, round ${round + 1}/${rounds}`,
+          );
+          const cpu0 = cpuSeconds(t.pid);
+          const r = await runStormWrk({
+            bin: wrk,
+            url: `${t.url}${PATH}`,
+            body,
+            connections: mode.connections,
+            seconds,
+            delayMs: mode.delayMs,
+          });
+          const cpu = cpuSeconds(t.pid) - cpu0;
+          const ok = r.statuses["200"] ?? 0;
+          const byName = perRound.get(mode.key)!;
+          const list = byName.get(t.name) ?? [];
+          list.push({ us: (cpu * 1e6) / Math.max(1, ok), rate: ok / r.seconds });
+          byName.set(t.name, list);
+        }
       }
     }
   } finally {
@@ -165,29 +182,32 @@ export async function rateCpuSection(o: RateCpuOptions): Promise<string> {
 }
 
 function render(
-  perRound: Map<Name, { us: number; rate: number }[]>,
+  perRound: Map<Mode, Map<Name, { us: number; rate: number }[]>>,
   missing: string[],
   o: RateCpuOptions,
   seconds: number,
   rounds: number,
 ): string {
-  const floor = Math.min(...(perRound.get("bare undici proxy") ?? []).map((r) => r.us));
   const lines = [
-    "### CPU per answer at ~100 requests/s",
+    "### CPU per answer at ~100 requests/s, and on the queue path",
     "",
-    `wrk (bench/gateway/rate-cpu.ts): ${CONNECTIONS} connections each waiting ${DELAY_MS} ms before each request, two sim pods of 8 slots answering after 50 ms, nothing queued or refused; sluice ${o.cli !== undefined ? "as the built CLI" : "from src through tsx"}, log level info, the (d) wrk lane's config; ${rounds} rounds of ${seconds} s alternating the targets; µs of the proxy's CPU per 200, the lowest round (all rounds in brackets).`,
+    `wrk (bench/gateway/rate-cpu.ts) against two sim pods of 8 slots answering after 50 ms: ${CONNECTIONS} connections each waiting ${DELAY_MS} ms before each request (~100 requests/s, nothing queued), and ${QUEUE_CONNECTIONS} connections with no pause (the queue path: 16 slots, so every call waits, nothing refused); sluice ${o.cli !== undefined ? "as the built CLI" : "from src through tsx"}, log level info, the (d) wrk lane's config (a \`routes:\` prefix, body streamed through); the bare proxy with an unbounded queue; ${rounds} rounds of ${seconds} s alternating the targets; µs of the proxy's CPU per 200, the lowest round (all rounds in brackets).`,
     "",
-    "| target | answers/s | CPU µs/answer | ÷ bare proxy |",
-    "| --- | ---: | ---: | ---: |",
+    "| load | target | answers/s | CPU µs/answer | ÷ bare proxy |",
+    "| --- | --- | ---: | ---: | ---: |",
   ];
-  for (const [name, list] of perRound) {
-    const best = Math.min(...list.map((r) => r.us));
-    const rate = list.reduce((a, r) => a + r.rate, 0) / list.length;
-    lines.push(
-      `| ${name} | ${rate.toFixed(0)} | ${best.toFixed(0)} (${list.map((r) => r.us.toFixed(0)).join(", ")}) | ${(best / floor).toFixed(2)}× |`,
-    );
+  for (const mode of MODES) {
+    const byName = perRound.get(mode.key)!;
+    const floor = Math.min(...(byName.get("bare undici proxy") ?? []).map((r) => r.us));
+    for (const [name, list] of byName) {
+      const best = Math.min(...list.map((r) => r.us));
+      const rate = list.reduce((a, r) => a + r.rate, 0) / list.length;
+      lines.push(
+        `| ${mode.key === "rate" ? "~100 req/s" : `queue path, ${QUEUE_CONNECTIONS} conns`} | ${name} | ${rate.toFixed(0)} | ${best.toFixed(0)} (${list.map((r) => r.us.toFixed(0)).join(", ")}) | ${(best / floor).toFixed(2)}× |`,
+      );
+    }
   }
-  for (const m of missing) lines.push(`| ${m} | | | |`);
+  for (const m of missing) lines.push(`| | ${m} | | | |`);
   return `${lines.join("\n")}\n`;
 }
 
