@@ -37,6 +37,11 @@ import { SaturationPoller } from "./saturation.js";
 import { ShadowLane } from "./shadow.js";
 import { Upstreams } from "./upstreams.js";
 
+/** Log lines gather up to this many bytes before a write(2)… */
+const LOG_BATCH_BYTES = 4096;
+/** …and wait at most this long (ms): a line is seen within a tenth of a second. */
+const LOG_FLUSH_MS = 100;
+
 export interface GatewayOptions {
   config: GatewayConfig;
   /** Where request lines go. **Default:** pino to stdout at `config.log.level`. */
@@ -79,12 +84,18 @@ export class Gateway {
     this.#config = config;
     this.#clock = options.clock;
     this.#logFromConfig = options.logger === undefined;
-    // Asynchronous writes: a line per request written synchronously is one write(2) per request
-    // (9 % of the gateway's busy time under a queued storm, bench:gateway (d)-8× profile). The
-    // destination writes what is pending as soon as the previous write is done — no line waits
-    // for a buffer to fill — and pino flushes it when the process exits.
+    // Asynchronous, batched writes: a line per request written at once is one write(2) per
+    // request — 9 % of the gateway's busy time under a queued storm when each was synchronous
+    // (bench:gateway (d)-8× profile), still 11 % asynchronous (issue 26, wrk -c128 profile: at
+    // ~300 lines/s each write is done before the next line comes, so nothing batched). Lines
+    // now gather up to LOG_BATCH_BYTES and wait at most LOG_FLUSH_MS; pino flushes what is
+    // pending when the process exits.
     const log =
-      options.logger ?? pino({ level: config.log.level }, pino.destination({ dest: 1, sync: false }));
+      options.logger ??
+      pino(
+        { level: config.log.level },
+        pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS }),
+      );
     // Fleet mode: every budget shared with the other replicas through Redis (started by listen()).
     this.#store = config.store.kind === "redis" ? fleetStore(config) : null;
     const governor = new Governor(governorOptions(config, options.clock, this.#store ?? undefined));
