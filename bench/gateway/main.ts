@@ -58,10 +58,10 @@ import type {
   StormResult,
   StormSpec,
 } from "./protocol.js";
+import { rateCpuSection } from "./rate-cpu.js";
 import { type Row, renderReport, writeDoc } from "./report.js";
 import { renderStorm, type StormRow } from "./report-storm.js";
 import { tpmCpuSection } from "./tpm-cpu.js";
-import { rateCpuSection } from "./rate-cpu.js";
 import { wrkStormSection } from "./wrk-storm.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
