@@ -5,6 +5,7 @@
  * names the key to fix.
  */
 
+import { classShares } from "./class-shares.js";
 import { DEFAULTS } from "../core/defaults.js";
 import { clampReserve, defaultQueueLimit } from "../core/options.js";
 import { reserveShare } from "../core/rate-options.js";
@@ -183,6 +184,7 @@ function model(c: Checker, m: RawModel, i: number, raw: RawConfig): ModelConfig 
     streamIdleTimeoutMs: m.stream_idle_timeout_s,
     ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve }),
     ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve }),
+    ...classShares(c, at, m, raw.store.kind === "redis"),
     defaultMaxTokens: m.default_max_tokens,
     imageTokens: m.image_tokens,
     ...(m.reasoning_tokens === undefined ? {} : { reasoningTokens: reasoningTokensOf(m.reasoning_tokens) }),
@@ -270,6 +272,7 @@ function accountsOf(
       ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
       ...(a.tpm === undefined ? {} : { tpm: a.tpm, tpmReserve }),
       ...(a.rpm === undefined ? {} : { rpm: a.rpm, rpmReserve }),
+      ...classShares(c, at, a, raw.store.kind === "redis"),
       adaptive: a.adaptive === false || a.max_inflight === undefined ? false : { floor: a.adaptive.floor },
       maxQuotaPauseMs: a.max_quota_pause_s,
       models: [...a.models],

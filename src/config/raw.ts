@@ -177,6 +177,13 @@ const reasoningTokens = section(
   "a mapping of reasoning effort → tokens: { minimal, low, medium, high }",
 );
 
+// Shares of a bucket by class (issue 24): numbers ≥ 0 here; ≤ 1, adding up to 1, in normalize.
+const classSharesSection = section(
+  { interactive: optional(atLeast(0)), default: optional(atLeast(0)), bulk: optional(atLeast(0)) },
+  "class shares: { interactive, default, bulk }",
+);
+const optionalShares = z.preprocess((v) => v ?? undefined, classSharesSection.optional());
+
 const model = section(
   {
     name: required(name("a model name")),
@@ -192,6 +199,9 @@ const model = section(
     // What non-interactive calls must leave in the bucket; default the model's reserve share (normalize).
     tpm_reserve: optional(int(0)),
     rpm_reserve: optional(int(0)),
+    tpm_shares: optionalShares,
+    rpm_shares: optionalShares,
+    share_above: optional(positive),
     default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     image_tokens: withDefault(int(0), G.imageTokens),
     reasoning_tokens: z.preprocess((v) => v ?? undefined, reasoningTokens.optional()),
@@ -241,11 +251,14 @@ const account = section(
     // Default: the largest reserve share among the account's models (normalize).
     tpm_reserve: optional(int(0)),
     rpm_reserve: optional(int(0)),
+    tpm_shares: optionalShares,
+    rpm_shares: optionalShares,
+    share_above: optional(positive),
     adaptive: accountAdaptive,
     max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     models: list(required(name("a model name")), "a list of model names", 1),
   },
-  "an account: { max_inflight, tpm, rpm, tpm_reserve, rpm_reserve, adaptive, max_quota_pause_s, models }",
+  "an account: { max_inflight, tpm, rpm, tpm_reserve, rpm_reserve, tpm_shares, rpm_shares, share_above, adaptive, max_quota_pause_s, models }",
 );
 
 const fleet = section(

@@ -3,6 +3,7 @@
  * bytes, defaults applied), and the options of the validator. Types only: `schema.ts` produces
  * them, `normalize.ts`/`checks.ts`/`reach.ts` build and check them, the gateway reads them.
  */
+import type { ResolvedShares } from "../core/class-shares.js";
 import type { BreakerSettings } from "../core/breaker.js";
 import type { AdaptiveSettings } from "../core/options.js";
 import type { Priority } from "../core/priority.js";
@@ -139,6 +140,10 @@ export interface ModelConfig {
   readonly tpmReserve?: number;
   /** Requests of `rpm` only interactive calls may take (with `rpm`): written, or the model's reserve share. */
   readonly rpmReserve?: number;
+  /** Shares of `tpm` / `rpm` by class past `shareAbove` of the bucket spent (issue 24); unset = none. */
+  readonly tpmShares?: ResolvedShares;
+  readonly rpmShares?: ResolvedShares;
+  readonly shareAbove?: number;
   /** What a request without `max_tokens` / `max_completion_tokens` reserves for its answer. */
   readonly defaultMaxTokens: number;
   /** What one image of unknown size reserves on the token budgets; the tile formula is scaled by it. */
@@ -219,6 +224,10 @@ export interface AccountConfig {
   readonly tpmReserve?: number;
   /** Requests of `rpm` only interactive calls may take (with `rpm`): written, or the largest share of its models. */
   readonly rpmReserve?: number;
+  /** Shares of `tpm` / `rpm` by class past `shareAbove` of the bucket spent (issue 24); unset = none. */
+  readonly tpmShares?: ResolvedShares;
+  readonly rpmShares?: ResolvedShares;
+  readonly shareAbove?: number;
   /** AIMD on `maxInflight` (cut on throttling, grown on success); false without `maxInflight`. */
   readonly adaptive: Readonly<AdaptiveSettings> | false;
   /** Longest one quota signal (a 429 with a reset) pauses the whole account. */

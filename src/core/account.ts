@@ -20,6 +20,7 @@ import { MinuteCounter } from "./minute-counter.js";
 import type { Outcome } from "./outcome.js";
 import type { GrantRecord } from "./pod.js";
 import type { Rank } from "./priority.js";
+import { DEFAULT_SHARE_ABOVE, type ResolvedShares, shareTable } from "./class-shares.js";
 import { RateBudget, type RateState } from "./rate-budget.js";
 
 /** An account's settings, every default applied. */
@@ -34,6 +35,10 @@ export interface AccountSettings {
   tpmReserve: number;
   /** Requests of the `rpm` bucket only interactive calls may take (0 without `rpm`). */
   rpmReserve: number;
+  /** Shares of the buckets by class past `shareAbove` of them spent (`class-shares.ts`); none when absent. */
+  tpmShares?: ResolvedShares | undefined;
+  rpmShares?: ResolvedShares | undefined;
+  shareAbove?: number | undefined;
   /** AIMD on the in-flight cap (needs `maxInflight`); false keeps it at `maxInflight`. */
   adaptive: { floor: number } | false;
   /** Longest one quota signal pauses the account. */
@@ -87,6 +92,7 @@ export class AccountBudget implements Budget {
     this.width = widthOf(settings);
     this.tokens = rebucket(null, name, "tokens", settings.tpm, settings.tpmReserve, nowMs);
     this.requests = rebucket(null, name, "requests", settings.rpm, settings.rpmReserve, nowMs);
+    this.#classShares(settings, nowMs);
   }
 
   /**
@@ -110,6 +116,7 @@ export class AccountBudget implements Budget {
         : widthOf(settings);
     this.tokens = rebucket(this.tokens, this.name, "tokens", settings.tpm, settings.tpmReserve, nowMs);
     this.requests = rebucket(this.requests, this.name, "requests", settings.rpm, settings.rpmReserve, nowMs);
+    this.#classShares(settings, nowMs);
     this.settings = settings;
   }
 
@@ -122,10 +129,18 @@ export class AccountBudget implements Budget {
     );
   }
 
-  take(cost: number, nowMs: number): void {
+  take(cost: number, nowMs: number, rank?: Rank): void {
     this.inflight++;
-    this.tokens?.take(cost, nowMs);
-    this.requests?.take(cost, nowMs);
+    this.tokens?.take(cost, nowMs, rank);
+    this.requests?.take(cost, nowMs, rank);
+  }
+
+  /** The buckets' class shares from `settings` (none when not given). */
+  #classShares(settings: AccountSettings, nowMs: number): void {
+    const above = settings.shareAbove ?? DEFAULT_SHARE_ABOVE;
+    const table = (s: ResolvedShares | undefined) => (s === undefined ? null : shareTable(s));
+    this.tokens?.setShares(table(settings.tpmShares), above, nowMs);
+    this.requests?.setShares(table(settings.rpmShares), above, nowMs);
   }
 
   /** The in-flight slot back; the buckets are settled by {@link reconcile}. */

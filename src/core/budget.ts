@@ -17,7 +17,8 @@ export interface Budget {
    * question's answer for a lane (aging does not unlock it: pass the call's own class).
    */
   hasRoom(rank: Rank, cost: number, nowMs: number): boolean;
-  take(cost: number, nowMs: number): void;
+  /** Takes the call's slot (or its estimate); `rank` is its own class, for a bucket's class shares. */
+  take(cost: number, nowMs: number, rank?: Rank): void;
   /**
    * Gives back the slot `take` took; never below zero (releasing twice must never add capacity).
    * A metered budget gives nothing back here: its reservation is settled by `reconcile`.

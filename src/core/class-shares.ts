@@ -1,7 +1,6 @@
 /**
- * Shares of a token or request bucket by class, work-conserving (issue 24). NOT WIRED YET: no
- * config key reaches it and no bucket consults it (see "What wiring needs" below); this module is
- * the rule and its test (test/property/class-shares.test.ts), nothing else.
+ * Shares of a token or request bucket by class, work-conserving (issue 24): `RateBudget.shares`
+ * (a lane's `tpmShares` / `rpmShares`, an account's the same; `shareAbove` the threshold).
  *
  * The rule: while the bucket is not saturated — a take leaves more than `1 − above` of its
  * capacity — any class takes idle tokens. Beyond that each class is held to its share by a
@@ -15,18 +14,39 @@
  * `tpm_reserve` is the special case of an interactive floor: the last `reserve` of the bucket only
  * interactive calls may take. Shares keep it as it is; they decide who takes above that floor.
  *
- * What wiring needs (not done): the class of a take at `Budget.take` (today `Store.commit` passes
- * only the cost), whether each class has waiters on the bucket (a lane's queue, or every lane of an
- * account), the per-class share levels in the fleet's bucket hash (`grant-path.lua` / `settle.lua`),
- * and the config keys (`models[].tpm_shares`, `share_above`, the same on `accounts`).
+ * Memory store only: a fleet store refuses shares (`SharesNotBuiltError`), as the fleet's buckets
+ * would need each class's credit in Redis.
  */
-import { MINUTE_MS } from "./rate-budget.js";
+import type { Rank } from "./priority.js";
+
+const MINUTE_MS = 60_000;
 
 /** Minutes of its share a class's credit holds at most: what it may take at once after a pause. */
 export const BURST_MINUTES = 0.25;
 
+/**
+ * Each class's share of a bucket (issue 24, `class-shares.ts`): fractions that add up to 1; a
+ * class left out has none (it takes only what the others leave).
+ */
+export interface ClassShareOptions {
+  interactive?: number;
+  default?: number;
+  bulk?: number;
+}
+
+/** The shares past this fraction of the bucket spent, when not given. */
+export const DEFAULT_SHARE_ABOVE = 0.8;
+
+/** Shares resolved: every class named (0 for one left out). */
+export type ResolvedShares = Required<ClassShareOptions>;
+
+/** Resolved shares as the core's table: interactive, default, bulk. */
+export function shareTable(s: ResolvedShares): [number, number, number] {
+  return [s.interactive, s.default, s.bulk];
+}
+
 /** Class ranks 0 (interactive), 1 (default), 2 (bulk). */
-export type ClassRank = 0 | 1 | 2;
+export type ClassRank = Rank;
 
 export const CLASSES: readonly ClassRank[] = [0, 1, 2];
 
@@ -86,6 +106,19 @@ export class ClassShares {
     if (own > 0) return true;
     for (const d of CLASSES) if (d !== rank && waiting(d) && this.levelOf(d, nowMs) > own) return false;
     return true;
+  }
+
+  /**
+   * When class `rank`'s credit turns positive by refill (−Infinity when it is already), Infinity
+   * for a class with no share: the time a saturated take held by its share may fit again.
+   */
+  creditAt(rank: ClassRank, nowMs: number): number {
+    const level = this.levelOf(rank, nowMs);
+    if (level > 0) return Number.NEGATIVE_INFINITY;
+    const rate = this.shares[rank] * this.perMinute;
+    if (rate <= 0) return Number.POSITIVE_INFINITY;
+    // Just past zero: one token's hundredth of credit.
+    return nowMs + ((0.01 - level) * MINUTE_MS) / rate;
   }
 
   /** Charges a take of `amount` by class `rank` to its credit: at most one call and one burst in debt. */

@@ -100,7 +100,7 @@ export class Grants {
   protected grant(lane: Lane<Ticket>, t: Ticket, path: Path, nowMs: number): void {
     const solo = this.inPlace ? path.solo : null;
     if (solo !== null) solo.take();
-    else this.store.commit(path, t.tokens, nowMs);
+    else this.store.commit(path, t.tokens, nowMs, 0, t.rank);
     t.state = "granted";
     t.grantedAt = nowMs;
     t.path = path;

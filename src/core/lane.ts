@@ -10,6 +10,7 @@ import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
 import { BULK, DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
+import { bucketsOf } from "./buckets-of.js";
 import { HoldTime } from "./retry-after.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 import { WindowHistogram } from "./window-histogram.js";
@@ -166,6 +167,27 @@ export class Lane<T extends QueueNode = QueueNode> {
   reserveCandidate(c: T): T | null {
     if (c.rank === INTERACTIVE || this.metered.length === 0) return null;
     return this.queue.next(INTERACTIVE);
+  }
+
+  /**
+   * When a bucket's class shares hold `held` (estimate `cost`) back (its class is past its share while others
+   * wait: `class-shares.ts`), the next waiters of the other classes, best class first; else none.
+   * The held waiter keeps no bucket for itself then: the classes the shares let go are served.
+   */
+  sharedOut(held: T, cost: number, nowMs: number): T[] {
+    if (this.metered.length === 0) return [];
+    let holds = false;
+    for (const budget of this.metered)
+      for (const b of bucketsOf(budget))
+        if (b.shares !== null && !b.sharesAllow(held.rank, cost, nowMs)) holds = true;
+    if (!holds) return [];
+    const out: T[] = [];
+    for (const r of [0, 1, 2] as const) {
+      if (r === held.rank) continue;
+      const next = this.queue.next(r);
+      if (next !== null) out.push(next);
+    }
+    return out;
   }
 
   /**

@@ -33,6 +33,7 @@
  * the level at time t is `min(perMinute, level + (t − updatedAt) × perMinute / 60 000)`.
  */
 import type { Budget, BudgetState } from "./budget.js";
+import { ClassShares } from "./class-shares.js";
 import { DrawnLog } from "./drawn-log.js";
 import { MinuteCounter } from "./minute-counter.js";
 import { BULK, INTERACTIVE, type Rank } from "./priority.js";
@@ -64,6 +65,10 @@ export class RateBudget implements Budget {
   readonly used = new MinuteCounter();
   /** What was drawn, sampled per second: the drawn bound of a refund (`drawn-log.ts`). */
   readonly drawn = new DrawnLog();
+  /** Shares of the bucket by class, past a saturation threshold (`class-shares.ts`); null = none. */
+  shares: ClassShares | null = null;
+  /** Whether calls of a class wait for this bucket (the shares lend only what no waiter wants). */
+  waiting: (rank: Rank) => boolean = () => true;
 
   constructor(
     readonly name: string,
@@ -120,12 +125,34 @@ export class RateBudget implements Budget {
 
   /** Whether the estimate `cost` of a call of own class `rank` is covered now (the reserve rule). */
   hasRoom(rank: number, cost: number, nowMs: number): boolean {
-    return nowMs >= this.readyAt(this.needs(cost, rank));
+    return nowMs >= this.readyAt(this.needs(cost, rank)) && this.sharesAllow(rank as Rank, cost, nowMs);
+  }
+
+  /** Whether the class shares let a call of own class `rank` take `cost` now (true without shares). */
+  sharesAllow(rank: Rank, cost: number, nowMs: number): boolean {
+    const shares = this.shares;
+    if (shares === null) return true;
+    return shares.allows(rank, this.levelAt(nowMs) - this.amount(cost), nowMs, this.waiting);
+  }
+
+  /**
+   * Sets the class shares (`null`: none): each class's share (interactive, default, bulk) and the
+   * fraction of the bucket spent past which they hold. Credits start full.
+   */
+  setShares(shares: readonly [number, number, number] | null, above: number, nowMs: number): void {
+    const same =
+      shares !== null &&
+      this.shares !== null &&
+      this.shares.above === above &&
+      this.shares.shares.every((s, i) => s === shares[i]);
+    if (same) this.shares!.perMinute = this.perMinute;
+    else this.shares = shares === null ? null : new ClassShares([...shares], above, this.perMinute, nowMs);
   }
 
   /** Reserves the estimate at the grant. */
-  take(cost: number, nowMs: number): void {
+  take(cost: number, nowMs: number, rank?: Rank): void {
     const amount = this.amount(cost);
+    if (this.shares !== null && rank !== undefined) this.shares.charge(rank, amount, nowMs);
     this.#set(this.levelAt(nowMs) - amount, nowMs);
     this.used.add(amount, nowMs);
     this.drawn.draw(amount, nowMs);
@@ -201,7 +228,13 @@ export class RateBudget implements Budget {
    * else undefined. **Default** `rank`: bulk (the latest time: a wake-up never comes too early).
    */
   nextChangeAt(nowMs: number, cost: number, rank: Rank = BULK): number | undefined {
-    const at = this.readyAt(this.needs(cost, rank));
+    let at = this.readyAt(this.needs(cost, rank));
+    const shares = this.shares;
+    if (shares !== null && !this.sharesAllow(rank, cost, nowMs)) {
+      // Held by its share: until its credit turns positive, or the bucket is no longer saturated.
+      const idle = this.readyAt((1 - shares.above) * this.perMinute + this.amount(cost));
+      at = Math.max(at, Math.min(shares.creditAt(rank, nowMs), idle));
+    }
     // Whole ms, rounded up: still at or after the exact time, and small integers stay unboxed.
     return at > nowMs && at !== Number.POSITIVE_INFINITY ? Math.ceil(at) : undefined;
   }
@@ -214,6 +247,7 @@ export class RateBudget implements Budget {
     const level = this.levelAt(nowMs);
     this.perMinute = perMinute;
     this.reserve = reserve;
+    if (this.shares !== null) this.shares.perMinute = perMinute;
     this.#set(Math.min(level, perMinute), nowMs);
   }
 

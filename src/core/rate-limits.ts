@@ -4,10 +4,12 @@
  * gateway's `RateLimit` / `x-ratelimit-*` answer headers report.
  */
 import { AccountBudget } from "./account.js";
-import type { Budget } from "./budget.js";
+import { bucketsOf } from "./buckets-of.js";
 import type { Lane } from "./lane.js";
 import { INTERACTIVE, type Rank } from "./priority.js";
-import { MINUTE_MS, RateBudget } from "./rate-budget.js";
+import { MINUTE_MS } from "./rate-budget.js";
+
+export { bucketsOf };
 
 /** One bucket's numbers now. */
 export interface RateLimitInfo {
@@ -24,18 +26,6 @@ export interface RateLimitInfo {
   remaining: number;
   /** Until it is full again, in ms. */
   resetMs: number;
-}
-
-/** The token and request buckets of a metered budget (a lane's own, or its account's). */
-export function bucketsOf(b: Budget): RateBudget[] {
-  if (b instanceof RateBudget) return [b];
-  if (b instanceof AccountBudget) {
-    const out: RateBudget[] = [];
-    if (b.tokens !== null) out.push(b.tokens);
-    if (b.requests !== null) out.push(b.requests);
-    return out;
-  }
-  return [];
 }
 
 /** Every bucket on `lane`'s path, with its numbers at `nowMs`. */

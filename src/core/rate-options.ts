@@ -12,6 +12,7 @@
  * `tpmReserve` / `rpmReserve` set it in tokens / requests instead.
  */
 import type { AccountSettings } from "./account.js";
+import { type ClassShareOptions, DEFAULT_SHARE_ABOVE, type ResolvedShares } from "./class-shares.js";
 import { DEFAULTS } from "./defaults.js";
 import { check, isInt, isNum, knownKeys } from "./validate.js";
 
@@ -27,8 +28,22 @@ interface RateReserveOptions {
   rpmReserve?: number;
 }
 
+/**
+ * Shares of a bucket by class, work-conserving: while a take leaves more than `1 − shareAbove`
+ * of the bucket any class takes idle tokens; past that each class is held to its share against
+ * the classes that wait. Memory store only (a fleet store refuses them).
+ */
+interface RateShareOptions {
+  /** Shares of the `tpm` bucket by class. **Default:** none (the interactive reserve only). */
+  tpmShares?: ClassShareOptions;
+  /** Shares of the `rpm` bucket by class. **Default:** none. */
+  rpmShares?: ClassShareOptions;
+  /** The fraction of a bucket spent past which shares hold, in (0, 1]. **Default:** `0.8`. */
+  shareAbove?: number;
+}
+
 /** A lane's rate options (part of `LaneOptions`). */
-export interface LaneRateOptions extends RateReserveOptions {
+export interface LaneRateOptions extends RateReserveOptions, RateShareOptions {
   /** Tokens per minute for this lane (a token bucket, reserved at the grant from `acquire`'s `tokens`). **Default:** none. */
   tpm?: number;
   /** Requests per minute for this lane. **Default:** none. */
@@ -38,7 +53,16 @@ export interface LaneRateOptions extends RateReserveOptions {
 }
 
 /** The lane's rate option names (validated with the other lane keys). */
-export const LANE_RATE_KEYS = ["tpm", "rpm", "tpmReserve", "rpmReserve", "account"] as const;
+export const LANE_RATE_KEYS = [
+  "tpm",
+  "rpm",
+  "tpmReserve",
+  "rpmReserve",
+  "tpmShares",
+  "rpmShares",
+  "shareAbove",
+  "account",
+] as const;
 
 /** A lane's rate options resolved: only those given, reserves applied (a lane without them resolves as before). */
 export interface ResolvedLaneRates {
@@ -50,10 +74,14 @@ export interface ResolvedLaneRates {
   rpmReserve?: number | undefined;
   /** The account it belongs to (a key of `accounts`). */
   account?: string | undefined;
+  /** Shares of its buckets by class, and their threshold (present with their bucket). */
+  tpmShares?: ResolvedShares | undefined;
+  rpmShares?: ResolvedShares | undefined;
+  shareAbove?: number | undefined;
 }
 
 /** A provider account shared by several lanes (`LaneOptions.account` names it). */
-export interface AccountOptions extends RateReserveOptions {
+export interface AccountOptions extends RateReserveOptions, RateShareOptions {
   /** Calls in flight across the account's lanes. **Default:** no bound (then `tpm` or `rpm` must be set). */
   maxInflight?: number;
   /** Tokens per minute across the account (a token bucket: capacity one minute's worth). **Default:** none. */
@@ -78,6 +106,9 @@ const ACCOUNT_KEYS = [
   "rpm",
   "tpmReserve",
   "rpmReserve",
+  "tpmShares",
+  "rpmShares",
+  "shareAbove",
   "adaptive",
   "maxQuotaPauseMs",
 ] as const;
@@ -111,6 +142,65 @@ function checkReserve(v: unknown, perMinute: number | undefined, path: string, b
   check(perMinute !== undefined, path, `set only with ${bucket} (it keeps part of that bucket)`, v);
 }
 
+/** Validates a share table (`ClassShareOptions`): known classes, each in [0, 1], together 1. */
+function checkShares(
+  v: unknown,
+  perMinute: number | undefined,
+  path: string,
+  bucket: string,
+): ResolvedShares | undefined {
+  if (v === undefined) return undefined;
+  check(
+    typeof v === "object" && v !== null && !Array.isArray(v),
+    path,
+    "an object of class shares { interactive, default, bulk }",
+    v,
+  );
+  knownKeys(v as object, ["interactive", "default", "bulk"], path);
+  const o = v as ClassShareOptions;
+  const shares: ResolvedShares = {
+    interactive: o.interactive ?? 0,
+    default: o.default ?? 0,
+    bulk: o.bulk ?? 0,
+  };
+  for (const k of ["interactive", "default", "bulk"] as const)
+    check(isNum(shares[k], 0) && shares[k] <= 1, `${path}.${k}`, "a share from 0 to 1", o[k]);
+  const sum = shares.interactive + shares.default + shares.bulk;
+  check(Math.abs(sum - 1) < 1e-9, path, "shares that add up to 1", v);
+  check(perMinute !== undefined, path, `set only with ${bucket} (they share that bucket)`, v);
+  return shares;
+}
+
+/** `shareAbove`: in (0, 1], only beside shares; the default when they are given. */
+function checkShareAbove(v: unknown, shared: boolean, path: string): number | undefined {
+  if (v !== undefined) {
+    check(isNum(v, 0) && (v as number) > 0 && (v as number) <= 1, path, "a fraction in (0, 1]", v);
+    check(shared, path, "set only with tpmShares or rpmShares (it is their threshold)", v);
+  }
+  return shared ? ((v as number | undefined) ?? DEFAULT_SHARE_ABOVE) : undefined;
+}
+
+/** A bucket's shares and their threshold, validated, as resolved fields (none when not given). */
+export function resolveShares(
+  o: RateShareOptions,
+  tpm: number | undefined,
+  rpm: number | undefined,
+  path: string,
+): { tpmShares?: ResolvedShares; rpmShares?: ResolvedShares; shareAbove?: number } {
+  const tpmShares = checkShares(o.tpmShares, tpm, `${path}.tpmShares`, "tpm");
+  const rpmShares = checkShares(o.rpmShares, rpm, `${path}.rpmShares`, "rpm");
+  const shareAbove = checkShareAbove(
+    o.shareAbove,
+    tpmShares !== undefined || rpmShares !== undefined,
+    `${path}.shareAbove`,
+  );
+  return {
+    ...(tpmShares === undefined ? {} : { tpmShares }),
+    ...(rpmShares === undefined ? {} : { rpmShares }),
+    ...(shareAbove === undefined ? {} : { shareAbove }),
+  };
+}
+
 /** A lane's `tpm`, `rpm`, their reserves (default: `share` of each) and `account`, only those given. */
 export function resolveLaneRates(o: LaneRateOptions, path: string, share: number): ResolvedLaneRates {
   const tpm = checkRate(o.tpm, `${path}.tpm`);
@@ -125,6 +215,7 @@ export function resolveLaneRates(o: LaneRateOptions, path: string, share: number
       ? {}
       : { rpm, rpmReserve: clampRateReserve(rateReserve(rpm, o.rpmReserve, share), rpm) }),
     ...(o.account === undefined ? {} : { account: o.account }),
+    ...resolveShares(o, tpm, rpm, path),
   };
 }
 
@@ -196,6 +287,7 @@ export function resolveAccounts(
       rpm,
       tpmReserve: tpm === undefined ? 0 : clampRateReserve(rateReserve(tpm, a.tpmReserve, share), tpm),
       rpmReserve: rpm === undefined ? 0 : clampRateReserve(rateReserve(rpm, a.rpmReserve, share), rpm),
+      ...resolveShares(a, tpm, rpm, path),
       adaptive,
       maxQuotaPauseMs,
     };

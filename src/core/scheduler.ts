@@ -212,10 +212,16 @@ export class Scheduler extends Grants {
     if (c === null) return null;
     let path = this.pathFor(lane, c, nowMs);
     if (path === null) {
-      c = lane.reserveCandidate(c);
-      if (c === null) return null;
-      path = this.pathFor(lane, c, nowMs);
-      if (path === null) return null;
+      const held = c;
+      c = lane.reserveCandidate(held);
+      path = c === null ? null : this.pathFor(lane, c, nowMs);
+      // Held by its class's share of a bucket: another class's next waiter may go.
+      for (const other of path === null ? lane.sharedOut(held, held.tokens, nowMs) : []) {
+        path = this.pathFor(lane, other, nowMs);
+        c = other;
+        if (path !== null) break;
+      }
+      if (c === null || path === null) return null;
     }
     this.#chosen = path;
     return c;
@@ -292,7 +298,7 @@ export class Scheduler extends Grants {
     else d.refusedBy.push(refused);
     const path = lane.choosePath(t.rank, nowMs, t.tokens, d.refusedBy, true, t.key?.meter ?? null);
     if (path !== null && !d.refusedBy.includes(path.pod!)) {
-      this.store.commit(path, t.tokens, nowMs, path.podStart); // choosePath just found room
+      this.store.commit(path, t.tokens, nowMs, path.podStart, t.rank); // choosePath just found room
       this.attach(t, path, nowMs);
       if (this.waiting.size > 0) this.pass(nowMs);
       return "dispatched";

@@ -38,6 +38,9 @@ export function governorOptions(config: GatewayConfig, clock?: Clock, store?: St
       rpm: a.rpm,
       tpmReserve: a.tpmReserve ?? 0,
       rpmReserve: a.rpmReserve ?? 0,
+      tpmShares: a.tpmShares,
+      rpmShares: a.rpmShares,
+      shareAbove: a.shareAbove,
       adaptive: a.adaptive,
       maxQuotaPauseMs: a.maxQuotaPauseMs,
     };
@@ -87,6 +90,9 @@ function lane(config: GatewayConfig, m: ModelConfig, account: string | undefined
     ...(account === undefined ? {} : { account }),
     ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve: m.tpmReserve ?? 0 }),
     ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve: m.rpmReserve ?? 0 }),
+    ...(m.tpmShares === undefined ? {} : { tpmShares: m.tpmShares }),
+    ...(m.rpmShares === undefined ? {} : { rpmShares: m.rpmShares }),
+    ...(m.shareAbove === undefined ? {} : { shareAbove: m.shareAbove }),
     pods: m.pods.map((p) => ({
       id: p.url,
       maxInflight: p.maxInflight,

@@ -17,7 +17,8 @@ import { Lane } from "../core/lane.js";
 import type { Lease, Ticket, TicketOwner } from "../core/lease.js";
 import type { PodOptions, ResolvedLane, ResolvedOptions } from "../core/options.js";
 import { Pod } from "../core/pod.js";
-import { rankOf } from "../core/priority.js";
+import { type Rank, rankOf } from "../core/priority.js";
+import { DEFAULT_SHARE_ABOVE, shareTable } from "../core/class-shares.js";
 import {
   accountSnapshot,
   admissionGroupSnapshot,
@@ -116,8 +117,17 @@ export class Registry {
     syncKeyBudgets(store, options, this.keys, this.keyBudgets, this.now());
     syncFlows(options, this.keys, this.#tenantFlows);
     syncMap(this.accounts, options.accounts ?? {}, (name, settings) => {
+      this.#refuseFleetShares(settings, `accounts.${name}`);
       const account = store.account(`account:${name}`, settings, this.now(), name);
       account.reconfigure(settings, this.now());
+      // Its shares lend what no lane of the account has waiters for.
+      const waiting = (rank: Rank) => {
+        for (const lane of this.lanes.values())
+          if (lane.account === account && lane.queue.count(rank) > 0) return true;
+        return false;
+      };
+      if (account.tokens !== null) account.tokens.waiting = waiting;
+      if (account.requests !== null) account.requests.waiting = waiting;
       return account;
     });
     syncMap(this.pods, Object.fromEntries(specs), (id, spec) => this.#pod(id, spec));
@@ -234,6 +244,7 @@ export class Registry {
 
   /** The lane's own token and request buckets (`tpm`, `rpm`), made by the store, changed in place on a reload. */
   #rates(name: string, resolved: ResolvedLane): Budget[] {
+    this.#refuseFleetShares(resolved, `lanes.${name}`);
     const out: Budget[] = [];
     for (const [unit, perMinute, reserve] of [
       ["tokens", resolved.tpm, resolved.tpmReserve],
@@ -243,9 +254,33 @@ export class Registry {
       const key = `${unit === "tokens" ? "tpm" : "rpm"}:lane:${name}`;
       const bucket = this.store.rate(key, unit, perMinute, this.now(), name);
       bucket.reconfigure(perMinute, this.now(), reserve ?? 0);
+      const shares = unit === "tokens" ? resolved.tpmShares : resolved.rpmShares;
+      bucket.setShares(
+        shares === undefined ? null : shareTable(shares),
+        resolved.shareAbove ?? DEFAULT_SHARE_ABOVE,
+        this.now(),
+      );
+      // Its shares lend what no class waits for in the lane's queue.
+      bucket.waiting = (rank) => (this.lanes.get(name)?.queue.count(rank) ?? 0) > 0;
       out.push(bucket);
     }
     return out;
+  }
+
+  /**
+   * Class shares of a bucket need each class's credit in the fleet's copy too, which is not built:
+   * a fleet store refuses them rather than keep them in one process only.
+   */
+  #refuseFleetShares(o: { tpmShares?: unknown; rpmShares?: unknown }, path: string): void {
+    if (this.store.status === undefined) return;
+    for (const key of ["tpmShares", "rpmShares"] as const)
+      if (o[key] !== undefined)
+        throw new ConfigError(
+          `${path}.${key}`,
+          "no class shares with a fleet store",
+          o[key],
+          "shares of a bucket by class are built for the memory store only",
+        );
   }
 
   /** The pod at `id` with the settings of the lane that first lists it, created or changed in place. */

@@ -65,13 +65,13 @@ export class MemoryStore implements Store {
 
   take(path: Path, rank: Rank, cost: number, nowMs: number, from = 0): boolean {
     if (!path.hasRoom(rank, cost, nowMs, from)) return false;
-    this.commit(path, cost, nowMs, from);
+    this.commit(path, cost, nowMs, from, rank);
     return true;
   }
 
-  commit(path: Path, cost: number, nowMs: number, from = 0): void {
+  commit(path: Path, cost: number, nowMs: number, from = 0, rank?: Rank): void {
     const budgets = path.budgets;
-    for (let i = from; i < budgets.length; i++) budgets[i]!.take(cost, nowMs);
+    for (let i = from; i < budgets.length; i++) budgets[i]!.take(cost, nowMs, rank);
   }
 
   give(path: Path, cost: number, nowMs: number, from = 0): void {

@@ -239,8 +239,8 @@ export class RedisStore implements Store {
     return true;
   }
 
-  commit(path: Path, cost: number, nowMs: number, from = 0): void {
-    this.#local.commit(path, cost, nowMs, from); // local only, like take: confirm asks the fleet
+  commit(path: Path, cost: number, nowMs: number, from = 0, rank?: Rank): void {
+    this.#local.commit(path, cost, nowMs, from, rank); // local only, like take: confirm asks the fleet
     this.#rates.took(path, cost, from);
   }
 

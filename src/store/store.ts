@@ -52,7 +52,7 @@ export interface Store {
    * scheduler's grant, which has just found room on this path (`Lane.choosePath`) in the same
    * synchronous step. Checking twice on the hottest path bought nothing.
    */
-  commit(path: Path, cost: number, nowMs: number, from?: number): void;
+  commit(path: Path, cost: number, nowMs: number, from?: number, rank?: Rank): void;
   /**
    * Gives back the slots `take` took from `path` from index `from` on. Metered budgets (token and
    * request buckets, accounts' buckets) give nothing back here: see `reconcile`.

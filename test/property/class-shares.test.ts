@@ -16,6 +16,9 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { CLASSES, ClassShares, type ClassRank } from "../../src/core/class-shares.js";
 import { RateBudget } from "../../src/core/rate-budget.js";
+import { Governor, type Lease, type Priority } from "../../src/index.js";
+import { ManualClock } from "../../src/testing.js";
+import { tick } from "./model.js";
 
 const MIN = 60_000;
 const TPM = 60_000;
@@ -129,5 +132,82 @@ describe("class shares of a token bucket (issue 24)", { timeout: 300_000 }, () =
       }),
       { numRuns: 20, endOnFailure: true },
     );
+  });
+});
+
+/**
+ * The same through a Governor (a lane's `tpmShares`, ManualClock): calls of 500 tokens from each
+ * class kept waiting, each ending 200 ms after its grant with all of its estimate used.
+ */
+async function throughGovernor(
+  backlogged: readonly Priority[],
+  minutes: number,
+): Promise<Record<Priority, number>> {
+  const clock = new ManualClock();
+  const gov = new Governor({
+    clock,
+    lanes: {
+      chat: {
+        limit: 64,
+        reserve: 0,
+        tpm: TPM,
+        tpmShares: { interactive: 0.5, default: 0.3, bulk: 0.2 },
+        shareAbove: 0.8,
+        queueLimit: 10_000,
+        queueTimeoutMs: 3_600_000,
+      },
+    },
+  });
+  const took: Record<Priority, number> = { interactive: 0, default: 0, bulk: 0 };
+  const queued: Record<Priority, number> = { interactive: 0, default: 0, bulk: 0 };
+  const held: { lease: Lease; endsAt: number }[] = [];
+  const aborts = new AbortController();
+  const pending: Promise<unknown>[] = [];
+  const ask = (priority: Priority) => {
+    queued[priority]++;
+    pending.push(
+      gov.acquire("chat", { tokens: 500, priority, signal: aborts.signal }).then(
+        (lease) => {
+          queued[priority]--;
+          if (clock.now() >= MIN) took[priority] += 500;
+          held.push({ lease, endsAt: clock.now() + 200 });
+        },
+        () => {},
+      ),
+    );
+  };
+  for (let now = 0; now < minutes * MIN; now += 100) {
+    for (const p of backlogged) while (queued[p] < 5) ask(p);
+    for (const h of held.splice(0)) {
+      if (h.endsAt <= clock.now()) h.lease.succeeded({ tokens: 500 });
+      else held.push(h);
+    }
+    await tick();
+    clock.advance(100);
+    await tick();
+  }
+  aborts.abort(new Error("end"));
+  for (const h of held) h.lease.release();
+  await Promise.all(pending);
+  gov.close();
+  return took;
+}
+
+describe("class shares through a Governor (lanes.chat.tpmShares)", { timeout: 300_000 }, () => {
+  test("every class backlogged: interactive, default, bulk get 50, 30, 20 % of the bucket ±5 %", async () => {
+    const took = await throughGovernor(["interactive", "default", "bulk"], 11);
+    const total = took.interactive + took.default + took.bulk;
+    assert.ok(total >= 0.97 * 10 * TPM, `the bucket granted ${total} of ${10 * TPM}`);
+    for (const [p, share] of [
+      ["interactive", 0.5],
+      ["default", 0.3],
+      ["bulk", 0.2],
+    ] as const)
+      assert.ok(within(took[p], share * total), `${p}: ${took[p]} of ${total}, share ${share}`);
+  });
+
+  test("bulk alone gets all of the bucket (≥ 97 % of tpm), its share notwithstanding", async () => {
+    const took = await throughGovernor(["bulk"], 4);
+    assert.ok(took.bulk >= 0.97 * 3 * TPM, `bulk alone took ${took.bulk} of ${3 * TPM}`);
   });
 });
