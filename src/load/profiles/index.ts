@@ -6,7 +6,7 @@
 import type { LoadProfile, NotBuiltProfile } from "../types.js";
 import { autoscale } from "./autoscale.js";
 import { modelCapacity } from "./model-capacity.js";
-import { noisyNeighbour } from "./noisy-neighbour.js";
+import { noisyNeighbour, noisyNeighbourFleet } from "./noisy-neighbour.js";
 import { ocrFlood } from "./ocr-flood.js";
 import { panelBurst } from "./panel-burst.js";
 import { providerTokens } from "./provider-tokens.js";
@@ -20,6 +20,7 @@ export const LOAD_PROFILES: ReadonlyArray<LoadProfile | NotBuiltProfile> = [
   autoscale,
   providerTokens,
   noisyNeighbour,
+  noisyNeighbourFleet,
 ];
 
 /** The profile named `name`, or undefined. */

@@ -7,8 +7,9 @@
  * leaves. Three runs: B alone through sluice (the reference for B's waits), A + B through sluice,
  * A + B straight to the pods. The checks are in noisy-neighbour-checks.ts.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { ClientGroup, LoadProfile } from "../types.js";
+import { AUTOSCALE_REDIS_URL, requireRedis } from "./autoscale.js";
 import { aloneChecks, directChecks, sluiceChecks } from "./noisy-neighbour-checks.js";
 
 /** A call's answer: `max_tokens` asked, tokens the pod answers (the reservation is reconciled down to it). */
@@ -42,6 +43,12 @@ export interface NoisyNeighbourOptions {
   queueTimeoutS?: number;
   /** The clients' own bound on a call, seed ms. **Default:** `30000`. */
   clientTimeoutMs?: number;
+  /**
+   * Gateways each run through sluice starts, the clients taking them in turn; with more than one
+   * they share one Redis store (`REDIS_URL`, default `redis://127.0.0.1:6379`; a fresh fleet
+   * prefix per run), so the lane, the bucket and the fair queue are the fleet's. **Default:** `1`.
+   */
+  replicas?: number;
 }
 
 /** A generous prompt count for a call's one-line message (its estimate: tokenizer + chat framing). */
@@ -60,6 +67,8 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
   const quietFactor = o.quietFactor ?? 0.5;
   const queueTimeoutS = o.queueTimeoutS ?? 10;
   const clientTimeoutMs = o.clientTimeoutMs ?? 30_000;
+  const replicas = o.replicas ?? 1;
+  const fleet = replicas > 1;
   const w = weights ?? { a: 1, b: 1 };
   const shareA = w.a / (w.a + w.b);
   const shareB = w.b / (w.a + w.b);
@@ -86,13 +95,13 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
     ...(weight === undefined ? {} : { weight }),
   });
   return {
-    name: "noisy-neighbour",
+    name: fleet ? "noisy-neighbour-fleet" : "noisy-neighbour",
     seed: "002",
-    title: "two tenants of one class share a lane: one floods, the other keeps its share through sluice",
+    title: `two tenants of one class share a lane: one floods, the other keeps its share through sluice${fleet ? ` — ${replicas} gateway replicas on one Redis store` : ""}`,
     story: [
       `one pod of ${slots} slots (${serviceMs / 1000} s a call, lognormal σ 0.25), queueing what it cannot run (vLLM's unbounded waiting queue)`,
       `tenant A (key ${TENANT_A.id}) offers ${aPerSecond}/s = ${floodFactor} × its share; tenant B (key ${TENANT_B.id}) ${bPerSecond}/s = ${quietFactor} × its share; the lane carries ${lanePerSecond}/s; Poisson, one attempt, client timeout ${clientTimeoutMs / 1000} s`,
-      `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s`,
+      `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s${fleet ? `; ${replicas} gateway replicas on one Redis store (${AUTOSCALE_REDIS_URL}), the clients taking them in turn` : ""}`,
       "three runs: B alone through sluice (its waits without A), A + B through sluice, A + B straight to the pod",
     ],
     // A's flood is 5 × the lane: 80 calls a real second at 0.5, which a gateway thread answers
@@ -111,8 +120,10 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
         },
       },
     ],
+    ...(fleet ? { replicas, preflight: () => requireRedis() } : {}),
     config: (urls, s) => ({
       listen: "127.0.0.1:0",
+      ...(fleet ? fleetStore(urls) : {}),
       admission: { max_concurrency: 4096, max_queued: 8192 },
       auth: { keys: [key(TENANT_A, weights?.a), key(TENANT_B, weights?.b)] },
       models: [
@@ -142,5 +153,18 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
   };
 }
 
+/** One Redis store for the replicas: a fixed prefix for the receipt's settings (placeholder URLs), a fresh one per run. */
+function fleetStore(urls: Readonly<Record<string, string[]>>): Record<string, unknown> {
+  const placeholder = Object.values(urls).some((l) => l.some((u) => u.endsWith(".invalid")));
+  const prefix = "sluice-load:noisy-neighbour";
+  return {
+    store: AUTOSCALE_REDIS_URL,
+    fleet: { prefix: placeholder ? prefix : `${prefix}:${randomUUID()}` },
+  };
+}
+
 /** Two minutes of A's flood beside B's half share. */
 export const noisyNeighbour: LoadProfile = noisyNeighbourProfile();
+
+/** The same through two gateway replicas sharing one Redis store (issue 24: "on two replicas"). */
+export const noisyNeighbourFleet: LoadProfile = noisyNeighbourProfile({ replicas: 2 });
