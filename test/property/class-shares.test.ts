@@ -142,22 +142,16 @@ describe("class shares of a token bucket (issue 24)", { timeout: 300_000 }, () =
 async function throughGovernor(
   backlogged: readonly Priority[],
   minutes: number,
+  onAccount = false,
 ): Promise<Record<Priority, number>> {
   const clock = new ManualClock();
-  const gov = new Governor({
-    clock,
-    lanes: {
-      chat: {
-        limit: 64,
-        reserve: 0,
-        tpm: TPM,
-        tpmShares: { interactive: 0.5, default: 0.3, bulk: 0.2 },
-        shareAbove: 0.8,
-        queueLimit: 10_000,
-        queueTimeoutMs: 3_600_000,
-      },
-    },
-  });
+  const shares = { tpmShares: { interactive: 0.5, default: 0.3, bulk: 0.2 }, shareAbove: 0.8 };
+  const lane = { limit: 64, reserve: 0, queueLimit: 10_000, queueTimeoutMs: 3_600_000 };
+  const gov = new Governor(
+    onAccount
+      ? { clock, accounts: { p: { tpm: TPM, ...shares } }, lanes: { chat: { ...lane, account: "p" } } }
+      : { clock, lanes: { chat: { ...lane, tpm: TPM, ...shares } } },
+  );
   const took: Record<Priority, number> = { interactive: 0, default: 0, bulk: 0 };
   const queued: Record<Priority, number> = { interactive: 0, default: 0, bulk: 0 };
   const held: { lease: Lease; endsAt: number }[] = [];
@@ -193,7 +187,7 @@ async function throughGovernor(
   return took;
 }
 
-describe("class shares through a Governor (lanes.chat.tpmShares)", { timeout: 300_000 }, () => {
+describe("class shares through a Governor (a lane's tpmShares, an account's)", { timeout: 300_000 }, () => {
   test("every class backlogged: interactive, default, bulk get 50, 30, 20 % of the bucket ±5 %", async () => {
     const took = await throughGovernor(["interactive", "default", "bulk"], 11);
     const total = took.interactive + took.default + took.bulk;
@@ -204,6 +198,14 @@ describe("class shares through a Governor (lanes.chat.tpmShares)", { timeout: 30
       ["bulk", 0.2],
     ] as const)
       assert.ok(within(took[p], share * total), `${p}: ${took[p]} of ${total}, share ${share}`);
+  });
+
+  test("an account's shares (accounts.p.tpmShares) hold the same way", async () => {
+    const took = await throughGovernor(["interactive", "default", "bulk"], 11, true);
+    const total = took.interactive + took.default + took.bulk;
+    assert.ok(total >= 0.97 * 10 * TPM, `the account granted ${total} of ${10 * TPM}`);
+    assert.ok(within(took.bulk, 0.2 * total), `bulk: ${took.bulk} of ${total}`);
+    assert.ok(within(took.interactive, 0.5 * total), `interactive: ${took.interactive} of ${total}`);
   });
 
   test("bulk alone gets all of the bucket (≥ 97 % of tpm), its share notwithstanding", async () => {
