@@ -5,7 +5,6 @@
  * names the key to fix.
  */
 
-import { classShares } from "./class-shares.js";
 import { DEFAULTS } from "../core/defaults.js";
 import { clampReserve, defaultQueueLimit } from "../core/options.js";
 import { reserveShare } from "../core/rate-options.js";
@@ -21,13 +20,14 @@ import {
   refersToModel,
   validName,
 } from "./checks.js";
+import { classShares } from "./class-shares.js";
 import { fleetConfig } from "./fleet.js";
 import { formatPath } from "./issues.js";
 import { bucketReserve } from "./rate-reserves.js";
 import type { RawConfig, RawModel } from "./raw.js";
 import { warnUnreachable } from "./reach.js";
-import { checkTenants, clientKeys, tenantsOf } from "./tenants.js";
 import { nearestKey } from "./suggest.js";
+import { checkTenants, clientKeys, tenantsOf } from "./tenants.js";
 import type {
   AccountConfig,
   ConfigWarning,

@@ -3,8 +3,9 @@
  * bytes, defaults applied), and the options of the validator. Types only: `schema.ts` produces
  * them, `normalize.ts`/`checks.ts`/`reach.ts` build and check them, the gateway reads them.
  */
-import type { ResolvedShares } from "../core/class-shares.js";
+
 import type { BreakerSettings } from "../core/breaker.js";
+import type { ResolvedShares } from "../core/class-shares.js";
 import type { AdaptiveSettings } from "../core/options.js";
 import type { Priority } from "../core/priority.js";
 import type { Cidr } from "./cidr.js";

@@ -15,12 +15,12 @@
  */
 import { AimdWidth, FixedWidth, type WidthAlgorithm, type WidthState } from "./aimd.js";
 import type { Budget, BudgetState } from "./budget.js";
+import { DEFAULT_SHARE_ABOVE, type ResolvedShares, shareTable } from "./class-shares.js";
 import { Emitter, type Event } from "./events.js";
 import { MinuteCounter } from "./minute-counter.js";
 import type { Outcome } from "./outcome.js";
 import type { GrantRecord } from "./pod.js";
 import type { Rank } from "./priority.js";
-import { DEFAULT_SHARE_ABOVE, type ResolvedShares, shareTable } from "./class-shares.js";
 import { RateBudget, type RateState } from "./rate-budget.js";
 
 /** An account's settings, every default applied. */

@@ -4,13 +4,13 @@
  * its reserve for interactive calls, its pods, and the measurements its snapshot reports.
  */
 import type { AccountBudget } from "./account.js";
+import { bucketsOf } from "./buckets-of.js";
 import type { Budget, ConcurrencyBudget } from "./budget.js";
 import type { KeyMeter } from "./key-meter.js";
 import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
 import { BULK, DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
-import { bucketsOf } from "./buckets-of.js";
 import { HoldTime } from "./retry-after.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 import { WindowHistogram } from "./window-histogram.js";

@@ -12,13 +12,14 @@ import type { AccountBudget } from "../core/account.js";
 import type { AdmissionBudget } from "../core/admission.js";
 import type { BreakerTransition } from "../core/breaker.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
+import { DEFAULT_SHARE_ABOVE, shareTable } from "../core/class-shares.js";
 import { ConfigError } from "../core/errors.js";
+import type { KeyBudget } from "../core/key-meter.js";
 import { Lane } from "../core/lane.js";
 import type { Lease, Ticket, TicketOwner } from "../core/lease.js";
 import type { PodOptions, ResolvedLane, ResolvedOptions } from "../core/options.js";
 import { Pod } from "../core/pod.js";
 import { type Rank, rankOf } from "../core/priority.js";
-import { DEFAULT_SHARE_ABOVE, shareTable } from "../core/class-shares.js";
 import {
   accountSnapshot,
   admissionGroupSnapshot,
@@ -26,12 +27,11 @@ import {
   groupSnapshot,
   keySnapshot,
   laneSnapshot,
-  tenantSnapshot,
   podSnapshot,
   type Snapshot,
+  tenantSnapshot,
   withoutFleetCounts,
 } from "../core/snapshot.js";
-import type { KeyBudget } from "../core/key-meter.js";
 import type { Store } from "../store/store.js";
 import { syncFlows, type TenantFlows } from "./flows.js";
 import { syncKeyBudgets, tenantBudgetKey, tenantOf } from "./key-budgets.js";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
-import { sha256hex } from "../helpers/index.js";
 import { chat, model, type Stack, startStack, waitFor } from "../gateway/helpers.js";
+import { sha256hex } from "../helpers/index.js";
 import { launchChromium, skipWithoutChromium } from "./browser.js";
 
 declare const document: { querySelector(selector: string): { textContent: string | null } | null };

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { podSuccessB, TARGETS } from "../../src/load/profiles/noisy-neighbour-checks.js";
 import { noisyNeighbourProfile, TENANT_A, TENANT_B } from "../../src/load/profiles/noisy-neighbour.js";
+import { podSuccessB, TARGETS } from "../../src/load/profiles/noisy-neighbour-checks.js";
 import { runProfile } from "../../src/load/runner.js";
 
 describe("noisy-neighbour-fleet, short", () => {

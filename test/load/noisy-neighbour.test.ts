@@ -9,8 +9,8 @@
  */
 import assert from "node:assert/strict";
 import { before, describe, test } from "node:test";
-import { podSuccessB, TARGETS } from "../../src/load/profiles/noisy-neighbour-checks.js";
 import { noisyNeighbourProfile, TENANT_A, TENANT_B } from "../../src/load/profiles/noisy-neighbour.js";
+import { podSuccessB, TARGETS } from "../../src/load/profiles/noisy-neighbour-checks.js";
 import { type RunnerResult, runProfile } from "../../src/load/runner.js";
 import type { RunStats } from "../../src/load/stats.js";
 

@@ -9,8 +9,8 @@
  * rate). Real time, about 35 s (a token bucket's minute cannot be scaled: time-scale.ts).
  */
 import assert from "node:assert/strict";
-import { setTimeout as sleep } from "node:timers/promises";
 import { after, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import pino from "pino";
 import { Agent, request } from "undici";
 import { parseConfig } from "../../src/config/schema.js";

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { CLASSES, ClassShares, type ClassRank } from "../../src/core/class-shares.js";
+import { CLASSES, type ClassRank, ClassShares } from "../../src/core/class-shares.js";
 import { RateBudget } from "../../src/core/rate-budget.js";
 import { Governor, type Lease, type Priority } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";

@@ -8,8 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { after, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RateBudget } from "../../src/core/rate-budget.js";
 import { runScript } from "../../src/store/redis-scripts.js";
