@@ -62,8 +62,29 @@ export interface FairKeysResult {
   e: { none: LatencyResult; keyed: LatencyResult };
 }
 
+/** The resident instances (see `keepResidents` in peers.ts): kept for the life of the process. */
+const residents: unknown[] = [];
+
+/**
+ * One idle Governor without keys and one with two keys' waiters queued behind a held slot, kept
+ * for the life of the process: the fair queue's classes (its flows' lists, the heaps) exist only
+ * while flows wait, and without a live instance the gc() before each measurement would free their
+ * shapes and throw away the optimized code that checks them (docs/bench.md, "Issue 13, sixth pass").
+ */
+async function keepResidents(weights: boolean): Promise<void> {
+  if (residents.length > 0) return;
+  const plain = new Governor({ lanes: { l: { limit: 64, queueLimit: 10, reserve: 0 } } });
+  const keyed = new Governor({
+    lanes: { l: { limit: 1, queueLimit: 10, queueTimeoutMs: 3_600_000, reserve: 0 } },
+    keys: keyOptions(2, weights),
+  });
+  residents.push(plain, keyed, await keyed.acquire("l", { key: "k0" }));
+  for (const key of ["k0", "k1"]) residents.push(keyed.acquire("l", { key }));
+}
+
 /** Measures the rows (interleaved: no key, then 100 keys, in each run). */
 export async function fairKeys(quick: boolean, weights: boolean): Promise<FairKeysResult> {
+  await keepResidents(weights);
   const n = quick ? 20_000 : 100_000;
   const cpu = {
     b: { none: [] as number[], keyed: [] as number[] },
