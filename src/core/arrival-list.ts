@@ -4,7 +4,19 @@
  * one per flow and class once flows share a class, fair-queue.ts), and the enqueue-order list
  * kept only while arrival order and enqueue order disagree (`EnqueueOrder`).
  */
-import type { QueueNode } from "./wait-queue.js";
+import type { Flow } from "./fair-queue.js";
+import type { Rank } from "./priority.js";
+
+/** What a queue holds: the scheduler's ticket, reduced to the fields ordering needs. */
+export interface QueueNode {
+  rank: Rank;
+  arrivedAt: number;
+  enqueuedAt: number;
+  /** Its entry's key while it is in a queue, 0 when it is in none (set by the queue). */
+  queued: number;
+  /** The flow (key or tenant) it shares its class by; none: the anonymous flow of weight 1. */
+  readonly flow?: Flow | null;
+}
 
 /**
  * Where a list's keys start: room below for a base moved down by inserts near the front, above

@@ -9,9 +9,8 @@
  * class's oldest, for aging and deadlines). Both are O(log flows) per change. When the class
  * empties, the flows are forgotten: nobody is backlogged, so nobody is owed a turn.
  */
-import { ClassList } from "./arrival-list.js";
+import { ClassList, type QueueNode } from "./arrival-list.js";
 import { ANONYMOUS, FairQueue, type Flow, type FlowState, IndexedHeap } from "./fair-queue.js";
-import type { QueueNode } from "./wait-queue.js";
 
 /** One flow's waiters of one class, in arrival order, with its place in the fair queue. */
 class FlowList<T extends QueueNode> extends ClassList<T> implements FlowState {

@@ -24,21 +24,12 @@
  * an earlier arrival time (a re-acquire, a re-dispatch) breaks that, and from then until the
  * queue empties a fourth list keeps every waiter in enqueue order.
  */
-import { EnqueueOrder } from "./arrival-list.js";
+import { EnqueueOrder, type QueueNode } from "./arrival-list.js";
 import { ClassQueue } from "./class-queue.js";
 import type { Flow } from "./fair-queue.js";
 import { effectiveRank, type Rank } from "./priority.js";
 
-/** What a queue holds: the scheduler's ticket, reduced to the fields ordering needs. */
-export interface QueueNode {
-  rank: Rank;
-  arrivedAt: number;
-  enqueuedAt: number;
-  /** Its entry's key while it is in a queue, 0 when it is in none (set by the queue). */
-  queued: number;
-  /** The flow (key or tenant) it shares its class by; none: the anonymous flow of weight 1. */
-  readonly flow?: Flow | null;
-}
+export type { QueueNode } from "./arrival-list.js";
 
 export class WaitQueue<T extends QueueNode> {
   // A waiter is only ever queued in its own class's queue (its class never changes).
