@@ -21,7 +21,7 @@ describe("config: keys' budgets and tenants", () => {
   test("accepted values reach the Governor's keys and tenants", () => {
     const c = parseConfig(
       config({
-        ...keys({ tpm: 20_000, rpm: 60, weight: 2, tenant: "team" }, { tenant: "team" }),
+        ...keys({ tpm: 20_000, rpm: 60, weight: 2 }, { tenant: "team" }),
         tenants: { team: { tpm: 50_000, rpm: 100, weight: 3 } },
       }),
     );
@@ -34,9 +34,9 @@ describe("config: keys' budgets and tenants", () => {
         tpm: 20_000,
         rpm: 60,
         weight: 2,
-        tenant: "team",
       },
     );
+    assert.equal(c.auth.keys[1]!.tenant, "team");
     assert.deepEqual(c.tenants, { team: { tpm: 50_000, rpm: 100, weight: 3 } });
     const o = governorOptions(c);
     assert.deepEqual(o.keys.k0, {
@@ -45,8 +45,8 @@ describe("config: keys' budgets and tenants", () => {
       tpm: 20_000,
       rpm: 60,
       weight: 2,
-      tenant: "team",
     });
+    assert.equal(o.keys.k1!.tenant, "team");
     assert.deepEqual(o.tenants, { team: { tpm: 50_000, rpm: 100, weight: 3 } });
     // The library validator accepts what the gateway config made.
     assert.doesNotThrow(() => resolveGovernorOptions({ keys: { ...o.keys }, tenants: { ...o.tenants } }));
@@ -88,6 +88,12 @@ describe("config: keys' budgets and tenants", () => {
       input: config({ ...keys({}, { tenant: "teem" }), tenants: { team: { tpm: 1000 } } }),
       path: "auth.keys[1].tenant",
       expected: /the name of a tenant in tenants \(team\)/,
+    },
+    {
+      name: "a weight on a key of a tenant (the tenant's weight is the flow's)",
+      input: config({ ...keys({ tenant: "team", weight: 2 }), tenants: { team: { weight: 1 } } }),
+      path: "auth.keys[0].weight",
+      expected: /tenants\.team\.weight instead/,
     },
     {
       name: "a tenant with no tenants configured",
@@ -146,6 +152,7 @@ describe("config: keys' budgets and tenants", () => {
     bad({ keys: { a: { maxInflight: 1, rpm: -1 } } }, "keys.a.rpm");
     bad({ keys: { a: { maxInflight: 1, weight: 0 } } }, "keys.a.weight");
     bad({ keys: { a: { maxInflight: 1, tenant: "x" } } }, "keys.a.tenant");
+    bad({ keys: { a: { maxInflight: 1, tenant: "x", weight: 2 } }, tenants: { x: {} } }, "keys.a.weight");
     bad({ tenants: { x: { tpm: -3 } } }, "tenants.x.tpm");
     bad({ tenants: { x: { weight: -3 } } }, "tenants.x.weight");
     bad({ tenants: { x: { maxInflight: 3 } } }, "tenants.x.maxInflight");

@@ -8,10 +8,20 @@ import type { RawConfig } from "./raw.js";
 import { nearestKey } from "./suggest.js";
 import type { ClientKeyConfig, TenantConfig } from "./types.js";
 
-/** Records an error for every key whose `tenant` names no tenant. */
+/**
+ * Records an error for every key whose `tenant` names no tenant, and for a key of a tenant that
+ * writes its own `weight`: its calls wait in its tenant's flow, whose weight is the tenant's, so
+ * the key's own would be accepted and do nothing.
+ */
 export function checkTenants(c: Checker, raw: RawConfig): void {
   const names = Object.keys(raw.tenants);
   raw.auth.keys.forEach((k, i) => {
+    if (k.tenant !== undefined && k.weight !== undefined)
+      c.error(
+        ["auth", "keys", i, "weight"],
+        `no weight on a key of a tenant: its calls share tenant ${k.tenant}'s flow, so set tenants.${k.tenant}.weight instead`,
+        k.weight,
+      );
     if (k.tenant === undefined || Object.hasOwn(raw.tenants, k.tenant)) return;
     const near = nearestKey(k.tenant, names);
     c.error(

@@ -122,6 +122,13 @@ export function resolveKeys(
         `one of the tenants (${known.join(", ") || "none configured"})`,
         k.tenant,
       );
+      // Its calls wait in the tenant's flow, whose weight is the tenant's: its own would do nothing.
+      check(
+        k.weight === undefined,
+        `${path}.weight`,
+        `nothing on a key of a tenant: its calls share tenant ${k.tenant}'s flow, so set tenants.${k.tenant}.weight instead`,
+        k.weight,
+      );
     }
     out[name] = {
       maxInflight: k.maxInflight,
