@@ -5,6 +5,7 @@
  * A missing key and YAML `null` (`key:` with nothing after it) both mean "not set".
  */
 import { z } from "zod";
+import { MAX_TIMER_MS } from "../core/defaults.js";
 import { isConfigError } from "../core/errors.js";
 import { parseStoreUrl, STORE_URL_FORMS, StoreUrlError } from "../store/redis-connection.js";
 import { type Cidr, parseCidr } from "./cidr.js";
@@ -113,6 +114,10 @@ export const duration =
   (v) => {
     const ms = parseDuration(v);
     if (ms === 0 && !allowZero) fail("a duration > 0 such as 30s, 250ms or a number of seconds");
+    // Every duration ends up in a timer (a queue timeout, a pause, a poll): past Node's longest,
+    // the timer would fire at once instead.
+    if (ms > MAX_TIMER_MS)
+      fail(`a duration up to ${MAX_TIMER_MS} ms (~24.8 days, the longest timer Node can set)`);
     return ms;
   };
 

@@ -111,6 +111,13 @@ describe("parseConfig refusals", () => {
       received: 0,
     },
     {
+      name: "a timeout past the longest timer Node can set (it would fire at once)",
+      input: config({}, { queue_timeout_s: "600h" }),
+      path: "models[0].queue_timeout_s",
+      expected: /^a duration up to 2147483647 ms/,
+      received: "600h",
+    },
+    {
       name: "a mode outside the allowed set",
       input: config({ admission: { mode: "strict" } }),
       path: "admission.mode",

@@ -107,3 +107,10 @@ export const DEFAULTS = {
     logLevel: "info",
   },
 } as const;
+
+/**
+ * The longest wait a timer can hold: Node's setTimeout takes at most 2^31 - 1 ms (~24.8 days) and
+ * fires after 1 ms past it, so a longer queue timeout would expire every waiter at once (and a
+ * re-armed one would spin). Every duration is held to it, in the config and in the library options.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -84,6 +84,13 @@ describe("resolveGovernorOptions", () => {
       received: 0.5,
     },
     {
+      name: "a queue timeout past Node's longest timer (its timer would fire at once)",
+      options: { lanes: { chat: { limit: 2, queueTimeoutMs: 1e12 } } },
+      path: "lanes.chat.queueTimeoutMs",
+      expected: /at most 2147483647/,
+      received: 1e12,
+    },
+    {
       name: "a fallback to an unknown lane",
       options: { lanes: { chat: { limit: 2, fallback: "nope" } } },
       path: "lanes.chat.fallback",

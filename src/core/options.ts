@@ -9,7 +9,7 @@ import type { Store } from "../store/store.js";
 import type { BreakerOptions, BreakerSettings } from "./breaker.js";
 import { resolveBreaker } from "./breaker-options.js";
 import type { Clock } from "./clock.js";
-import { DEFAULTS } from "./defaults.js";
+import { DEFAULTS, MAX_TIMER_MS } from "./defaults.js";
 import {
   type KeyOptions,
   type ResolvedKey,
@@ -278,9 +278,9 @@ export function resolveLane(
   check(isInt(queueLimit, 0), `${path}.queueLimit`, "an integer ≥ 0", queueLimit);
   const queueTimeoutMs = o.queueTimeoutMs ?? DEFAULTS.lane.queueTimeoutMs;
   check(
-    isNum(queueTimeoutMs, 0) && queueTimeoutMs > 0,
+    isNum(queueTimeoutMs, 0) && queueTimeoutMs > 0 && queueTimeoutMs <= MAX_TIMER_MS,
     `${path}.queueTimeoutMs`,
-    "a number of ms > 0",
+    `a number of ms > 0 and at most ${MAX_TIMER_MS} (the longest timer Node can set, ~24.8 days)`,
     queueTimeoutMs,
   );
   const agingMs = o.agingMs ?? DEFAULTS.lane.agingMs;
