@@ -98,6 +98,12 @@ export class ArrivalBudget {
   queued = 0;
   /** The flow its calls share their class by (its own, or its tenant's; fair-queue.ts); null = anonymous. */
   flow: Flow | null = null;
+  /**
+   * Its calls in flight by lane, indexed by the lane's `slot`: what a lane's snapshot sums by flow
+   * to show each key's (tenant's) part of the lane (snapshot.ts `laneFlows`). An array, not a
+   * map, so a grant pays one integer increment.
+   */
+  readonly onLane: number[] = [];
 
   constructor(
     readonly name: string,
@@ -115,6 +121,26 @@ export class ArrivalBudget {
   /** Whether one more arrival fits. */
   get full(): boolean {
     return this.inflight + this.queued + this.elsewhere >= this.limit;
+  }
+
+  /** One of its calls was granted on the lane of slot `slot`. */
+  granted(slot: number): void {
+    this.inflight++;
+    const on = this.onLane;
+    while (on.length <= slot) on.push(0); // a lane made after this key's first call: once
+    on[slot]!++;
+  }
+
+  /** One of its calls granted on the lane of slot `slot` ended; never below zero. */
+  ended(slot: number): void {
+    if (this.inflight > 0) this.inflight--;
+    const on = this.onLane;
+    if (slot < on.length && on[slot]! > 0) on[slot]!--;
+  }
+
+  /** Its calls in flight on the lane of slot `slot`. */
+  inflightOn(slot: number): number {
+    return this.onLane[slot] ?? 0;
   }
 
   /** A class, lowered to the highest this budget allows (the one place the cap is applied). */

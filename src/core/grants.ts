@@ -106,7 +106,7 @@ export class Grants {
     t.path = path;
     if (lane.account !== null)
       t.acct = lane.account.record(t.acct ?? { inflightAtStart: 0, widthAtStart: 0, epoch: 0, probe: false });
-    if (t.key !== null) t.key.inflight++; // its queued count, if any, went with #remove
+    if (t.key !== null) t.key.granted(t.laneRef.slot); // its queued count, if any, went with #remove
     if (path.pod !== null) this.attach(t, path, nowMs);
     lane.waits.record(nowMs - t.enqueuedAt, nowMs);
     if (this.onGrant.size > 0)
@@ -150,7 +150,7 @@ export class Grants {
         this.store.give(path, t.tokens, nowMs);
       }
     }
-    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
+    if (t.key !== null) t.key.ended(t.laneRef.slot);
   }
 
   /**
@@ -237,7 +237,7 @@ export class Grants {
     const path = t.path!;
     t.path = null;
     this.rollback(path, t.tokens, nowMs, 0);
-    if (t.key !== null && t.key.inflight > 0) t.key.inflight--;
+    if (t.key !== null) t.key.ended(t.laneRef.slot);
     this.push(t.laneRef, t, nowMs);
   }
 

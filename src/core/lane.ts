@@ -80,6 +80,11 @@ export class Lane<T extends QueueNode = QueueNode> {
   account: AccountBudget | null = null;
   /** Waiters whose key has token or request budgets (`key-meter.ts`): their refills can wake the lane. */
   keyMetered = 0;
+  /**
+   * Its index among its registry's lanes, never reused: where a key counts its calls in flight
+   * on this lane (`ArrivalBudget.onLane`). Set by the registry that makes the lane.
+   */
+  slot = 0;
 
   constructor(
     readonly name: string,

@@ -6,6 +6,7 @@
 import type { AccountBudget } from "./account.js";
 import type { AdmissionBudget } from "./admission.js";
 import type { ArrivalBudget, ConcurrencyBudget } from "./budget.js";
+import { type FlowShareSnapshot, laneFlows } from "./flow-shares.js";
 import { type Lane, SATURATED_AFTER_MS } from "./lane.js";
 import type { Pod } from "./pod.js";
 import { RateBudget } from "./rate-budget.js";
@@ -41,6 +42,11 @@ export interface LaneSnapshot {
   tokens?: BucketSnapshot;
   /** The lane's own request bucket (`rpm`), when it has one. */
   requests?: BucketSnapshot;
+  /**
+   * Each key's (tenant's) part of the lane, while a configured key's call waits or runs on it
+   * (flow-shares.ts): its in flight and queued, its configured share and the part it holds.
+   */
+  flows?: FlowShareSnapshot[];
 }
 
 /** A lane's numbers as a refusal carries them (`Governor.laneStatus`): a few fields, read per refusal. */
@@ -186,9 +192,11 @@ export interface StoreSnapshot {
 
 const seconds = (ms: number): number => Math.round(ms) / 1000;
 
-export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
+/** `keys`: the configured keys, whose flows the lane's `flows` lists (none given: no `flows`). */
+export function laneSnapshot(lane: Lane, nowMs: number, keys: Iterable<ArrivalBudget> = []): LaneSnapshot {
   const q = lane.queue;
   const oldest = q.earliestEnqueued;
+  const flows = laneFlows(lane, keys);
   return {
     lane: lane.name,
     limit: lane.limit,
@@ -208,6 +216,7 @@ export function laneSnapshot(lane: Lane, nowMs: number): LaneSnapshot {
     state: waitState(lane, nowMs),
     paused_s: seconds(lane.pausedFor(nowMs) ?? 0),
     ...laneBuckets(lane, nowMs),
+    ...(flows === undefined ? {} : { flows }),
   };
 }
 

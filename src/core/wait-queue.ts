@@ -51,6 +51,12 @@ export class WaitQueue<T extends QueueNode> {
     return this.#classes[rank].live;
   }
 
+  /** Waiters of flow `flow` (null: the anonymous flow), across the classes. */
+  countOf(flow: Flow | null): number {
+    const c = this.#classes;
+    return c[0].countOf(flow) + c[1].countOf(flow) + c[2].countOf(flow);
+  }
+
   /** The oldest waiter of own class `rank`. */
   head(rank: Rank): T | null {
     return this.#classes[rank].first;

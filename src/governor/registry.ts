@@ -58,6 +58,8 @@ export class Registry {
   readonly keyBudgets = new Map<string, KeyBudget>();
   /** Tenants' fair-queuing flows by name (`flows.ts`), kept across reloads. */
   readonly #tenantFlows: TenantFlows = new Map();
+  /** The next lane's `slot` (where keys count their calls on it). */
+  #slots = 0;
   /** Provider accounts by name: each one budget on the path of every lane of the account. */
   readonly accounts = new Map<string, AccountBudget>();
   /** One pod per URL, whichever lanes list it. */
@@ -170,7 +172,7 @@ export class Registry {
       enabled: lanes.length > 0,
       generated_at: new Date().toISOString(),
       replica,
-      lanes: lanes.map((l) => laneSnapshot(l, now)),
+      lanes: lanes.map((l) => laneSnapshot(l, now, this.keys.values())),
       pods: [...this.pods.values()].map((p) => podSnapshot(p, this.lanesOf(p), now)),
       groups: [
         // The admission bound's in-flight part, under the name the gateway has always shown.
@@ -235,6 +237,7 @@ export class Registry {
     }
     const budget = this.store.concurrency(`lane:${name}`, resolved.limit, resolved.reserve, name);
     const lane = new Lane<Ticket>(name, resolved, budget, shared, pods);
+    lane.slot = this.#slots++; // never reused: calls of a removed lane may still end
     lane.reconfigure(resolved, shared, pods); // a budget found in the store takes the new limits too
     lane.owner = this.owner;
     lane.account = account;
