@@ -108,8 +108,8 @@ export async function main(argv: string[], io: StatusCliIo = {}): Promise<number
 }
 
 /**
- * The snapshot as plain-text tables: the store, lanes, pods, groups, admission, keys (empty
- * sections are left out). With a fleet store each shared budget shows the fleet's in flight and
+ * The snapshot as plain-text tables: the store, lanes, pods, groups, admission, the keys'
+ * (tenants') parts of each lane, keys (empty sections are left out). With a fleet store each shared budget shows the fleet's in flight and
  * this replica's share; while Redis is unreachable the fleet's count is unknown and shows `?`.
  */
 export function formatStatus(s: Snapshot): string {
@@ -166,6 +166,8 @@ export function formatStatus(s: Snapshot): string {
       ),
     );
   }
+  const shares = s.lanes.filter((l) => l.flows !== undefined && l.flows.length > 0);
+  if (shares.length > 0) lines.push("", ...flowTable(shares));
   if (s.keys.length > 0) lines.push("", ...keyTable(s.keys));
   if (s.tenants !== undefined && s.tenants.length > 0)
     lines.push(
@@ -197,6 +199,29 @@ function keyTable(keys: readonly KeySnapshot[]): string[] {
   return table(
     [...head, "TENANT", "TOKENS/MIN USED/TPM", "REQUESTS/MIN USED/RPM"],
     keys.map((k) => [...row(k), k.tenant ?? "-", usedOf(k.tokens), usedOf(k.requests)]),
+  );
+}
+
+/**
+ * Each key's (tenant's) part of each lane where a configured key waits or runs: its calls there,
+ * its configured share of the active flows (by weight) and the part of the lane's calls it holds
+ * (this replica's): a key far above its share holds what the others do not ask for.
+ */
+function flowTable(lanes: readonly LaneSnapshot[]): string[] {
+  const pct = (x: number) => `${Math.round(x * 100)}%`;
+  return table(
+    ["LANE", "FLOW", "INFLIGHT", "QUEUED", "WEIGHT", "SHARE", "USED"],
+    lanes.flatMap((l) =>
+      (l.flows ?? []).map((f) => [
+        l.lane,
+        f.flow,
+        String(f.inflight),
+        String(f.queued),
+        String(f.weight),
+        pct(f.share),
+        pct(f.used),
+      ]),
+    ),
   );
 }
 

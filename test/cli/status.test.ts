@@ -168,6 +168,48 @@ web     chat-ui  4         1       12345/50000          42/600`,
     );
   });
 
+  test("each key's (tenant's) part of a lane: in flight, queued, weight, configured share and the part it holds", () => {
+    const flow = (
+      name: string,
+      inflight: number,
+      queued: number,
+      weight: number,
+      share: number,
+      used: number,
+    ) => ({
+      flow: name,
+      inflight,
+      queued,
+      weight,
+      share,
+      used,
+    });
+    const text = formatStatus({
+      ...SNAPSHOT,
+      lanes: [
+        // team-a floods and holds 7 of 9 slots; team-b offers less than its half.
+        {
+          ...SNAPSHOT.lanes[0]!,
+          inflight: 9,
+          flows: [flow("tenant:team-a", 7, 9, 1, 0.5, 0.778), flow("tenant:team-b", 2, 0, 1, 0.5, 0.222)],
+        },
+        SNAPSHOT.lanes[1]!,
+      ],
+      pods: [],
+      groups: [],
+      keys: [],
+    });
+    const lines = text.split("\n");
+    const at = lines.indexOf("LANE       FLOW           INFLIGHT  QUEUED  WEIGHT  SHARE  USED");
+    assert.ok(at > 0, text);
+    assert.deepEqual(lines.slice(at + 1, at + 3), [
+      "qwen3-27b  tenant:team-a  7         9       1       50%    78%",
+      "qwen3-27b  tenant:team-b  2         0       1       50%    22%",
+    ]);
+    assert.equal(lines[at + 3], undefined, "a lane without flows (ocr) has no rows");
+    assert.doesNotMatch(formatStatus({ ...SNAPSHOT, pods: [], groups: [], keys: [] }), /FLOW/);
+  });
+
   test("leaves out empty sections", () => {
     const text = formatStatus({ ...SNAPSHOT, pods: [], groups: [], keys: [] });
     assert.doesNotMatch(text, /POD|GROUP|KEY/);
