@@ -2,7 +2,8 @@
  * The dashboard's client keys and tenants (issue 24) in headless Chromium against a running
  * gateway: each configured key's tenant, its calls in flight and queued, and the tokens its own
  * `tpm` charged in the last minute against the rate; each tenant's keys, their calls summed and
- * its shared budget's use — the same numbers as the gateway's snapshot, within 2 s of a call.
+ * its shared budget's use; each key's (tenant's) part of a lane, its calls there against its
+ * weight's share — the same numbers as the gateway's snapshot, within 2 s of a call.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -26,14 +27,14 @@ describe("the dashboard's keys and tenants in Chromium", { skip, timeout: 60_000
     stack = await startStack({
       sims: [{ maxNumSeqs: 4, serviceMs: 1 }],
       config: ([url]) => ({
-        models: [model("chat", [url!], {}, 4)],
+        models: [model("chat", [url!], { queue_limit: 4, queue_timeout_s: 30 }, 4)],
         auth: {
           keys: [
             { id: "alpha", sha256: sha256hex("token-alpha"), tpm: 20_000, tenant: "team" },
-            { id: "beta", sha256: sha256hex("token-beta") },
+            { id: "beta", sha256: sha256hex("token-beta"), weight: 1 },
           ],
         },
-        tenants: { team: { tpm: 50_000, rpm: 600 } },
+        tenants: { team: { tpm: 50_000, rpm: 600, weight: 3 } },
       }),
     });
     browser = await launchChromium();
@@ -82,6 +83,42 @@ describe("the dashboard's keys and tenants in Chromium", { skip, timeout: 60_000
     );
     assert.equal(await text(cell('tr[data-tenant="team"]', "requests")), `${team.requests!.used_1m} / 600`);
     assert.equal(await text(cell('tr[data-tenant="team"]', "inflight")), "0");
+    assert.deepEqual(problems, []);
+  });
+
+  test("each flow's part of the lane: in flight, queued, weight, share and used, as the snapshot says", async () => {
+    assert.equal(await text("#share-table tbody tr.empty td"), "no client key has calls waiting or running");
+    const gov = stack.gateway.governor;
+    // The lane's 4 slots: the tenant (weight 3) holds 3, beta (weight 1) 1, and one more of beta's waits.
+    const held = await Promise.all([
+      gov.acquire("chat", { key: "alpha" }),
+      gov.acquire("chat", { key: "alpha" }),
+      gov.acquire("chat", { key: "alpha" }),
+      gov.acquire("chat", { key: "beta" }),
+    ]);
+    const waiting = gov.acquire("chat", { key: "beta" });
+    const flows = gov.snapshot().lanes.find((l) => l.lane === "chat")!.flows!;
+    assert.deepEqual(
+      flows.map((f) => [f.flow, f.inflight, f.queued, f.weight, f.share, f.used]),
+      [
+        ["key:beta", 1, 1, 1, 0.25, 0.25],
+        ["tenant:team", 3, 0, 3, 0.75, 0.75],
+      ],
+    );
+    const team = 'tr[data-share-lane="chat"][data-flow="tenant:team"]';
+    const beta = 'tr[data-share-lane="chat"][data-flow="key:beta"]';
+    await page.waitForFunction(
+      ([sel, want]) => document.querySelector(sel)?.textContent === want,
+      [cell(beta, "queued"), "1"] as const,
+      { timeout: REACT_MS },
+    );
+    const row = async (sel: string) =>
+      Promise.all(["inflight", "queued", "weight", "share", "used"].map((f) => text(cell(sel, f))));
+    assert.deepEqual(await row(team), ["3", "0", "3", "75 %", "75 %"]);
+    assert.deepEqual(await row(beta), ["1", "1", "1", "25 %", "25 %"]);
+    for (const l of held) l.release();
+    (await waiting).release();
+    await page.waitForSelector("#share-table tbody tr.empty", { timeout: REACT_MS });
     assert.deepEqual(problems, []);
   });
 });

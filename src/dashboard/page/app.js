@@ -12,7 +12,16 @@ import { PodView } from "./pods.js";
 import { CODES, OTHER, RefusalRates } from "./refusals.js";
 import { gpuGroups } from "./series-style.js";
 import { TelemetryStream } from "./stream.js";
-import { accountTable, groupTable, keyTable, renderAdmission, renderStore, tenantTable } from "./tables.js";
+import {
+  accountTable,
+  groupTable,
+  keyTable,
+  laneFlows,
+  renderAdmission,
+  renderStore,
+  shareTable,
+  tenantTable,
+} from "./tables.js";
 
 /** @param {string} id */
 const byId = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -25,6 +34,7 @@ const groups = groupTable(tbodyOf("group-table"));
 const accounts = accountTable(tbodyOf("account-table"));
 const keys = keyTable(tbodyOf("key-table"));
 const tenants = tenantTable(tbodyOf("tenant-table"));
+const shares = shareTable(tbodyOf("share-table"));
 const windowSelect = /** @type {HTMLSelectElement} */ (byId("window"));
 let windowSeconds = Number(windowSelect.value);
 
@@ -99,6 +109,7 @@ function onSnapshot(s) {
   accounts.update(s.accounts ?? []);
   keys.update(s.keys ?? []);
   tenants.update(s.tenants ?? []);
+  shares.update(laneFlows(s.lanes ?? []));
   renderAdmission(byId("admission"), s.admission);
   scheduleDraw();
 }

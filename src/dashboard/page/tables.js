@@ -1,6 +1,7 @@
 // @ts-check
 /**
- * The gateway-wide admission bound and the tables of GPU groups, accounts, client keys and tenants. Rows
+ * The gateway-wide admission bound and the tables of GPU groups, accounts, client keys, tenants and
+ * their parts of each lane. Rows
  * are built when the set of names changes (a reload) and otherwise only their text changes.
  */
 import { count, el, field, secs, setShare, setText } from "./dom.js";
@@ -169,6 +170,69 @@ export function tenantTable(tbody) {
     "no tenants configured",
   );
 }
+
+/** A 0..1 fraction as a whole percent. @param {number} x */
+const pct = (x) => `${Math.round(x * 100)} %`;
+
+/**
+ * Each key's (tenant's) part of each lane (`snapshot.lanes[].flows`), one row per lane and flow
+ * while a configured key waits or runs there: its calls in flight and queued, its weight, its
+ * configured share of the active flows, and the part of the lane's calls it holds — a bar, with a
+ * mark at its share, so a flow holding more than its share (because the others ask for less)
+ * shows at a glance.
+ * @param {HTMLTableSectionElement} tbody
+ */
+export function shareTable(tbody) {
+  return new KeyedTable(
+    tbody,
+    (/** @type {any} */ f) => `${f.lane}\t${f.flow}`,
+    (name) => {
+      const [lane = "", flow = ""] = name.split("\t");
+      return /** @type {HTMLTableRowElement} */ (
+        el(
+          "tr",
+          { "data-share-lane": lane, "data-flow": flow },
+          el("td", {}, lane),
+          el("td", {}, flow),
+          td("inflight"),
+          td("queued"),
+          td("weight"),
+          td("share"),
+          td("used"),
+          el(
+            "td",
+            {},
+            el(
+              "div",
+              { class: "bar" },
+              el("span", { class: "fill", "data-field": "used-bar" }),
+              el("span", { class: "mark", "data-field": "share-mark" }),
+            ),
+          ),
+        )
+      );
+    },
+    (row, /** @type {any} */ f) => {
+      setText(field(row, "inflight"), String(f.inflight));
+      setText(field(row, "queued"), String(f.queued));
+      setText(field(row, "weight"), String(f.weight));
+      setText(field(row, "share"), pct(f.share));
+      setText(field(row, "used"), pct(f.used));
+      setShare(field(row, "used-bar"), f.used, 1);
+      const mark = field(row, "share-mark");
+      const left = `${(Math.max(0, Math.min(1, f.share)) * 100).toFixed(1)}%`;
+      if (mark && mark.style.left !== left) mark.style.left = left;
+    },
+    "no client key has calls waiting or running",
+  );
+}
+
+/**
+ * The rows of `shareTable`: every lane's flows, each with its lane's name.
+ * @param {any[]} lanes LaneSnapshot[]
+ */
+export const laneFlows = (lanes) =>
+  lanes.flatMap((l) => (l.flows ?? []).map((/** @type {any} */ f) => ({ lane: l.lane, ...f })));
 
 /**
  * The admission bound (`snapshot.admission`): in flight across every lane, and admitted (body
