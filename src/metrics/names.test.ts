@@ -80,6 +80,10 @@ describe("writeSnapshotGauges", () => {
           // Its pod's breaker is half open: the servers took capacity away.
           state: "gateway_degraded",
           paused_s: 0,
+          flows: [
+            { flow: "key:team-a", inflight: 2, queued: 1, weight: 3, share: 0.75, used: 0.667 },
+            { flow: "anonymous", inflight: 1, queued: 1, weight: 1, share: 0.25, used: 0.333 },
+          ],
         },
       ],
       pods: [
@@ -117,6 +121,12 @@ describe("writeSnapshotGauges", () => {
       'sluice_group_inflight{"group":"g"}=3',
       'sluice_key_inflight{"key":"team-a"}=2',
       'sluice_key_queued{"key":"team-a"}=1',
+      'sluice_lane_flow_inflight{"lane":"chat","flow":"anonymous"}=1',
+      'sluice_lane_flow_inflight{"lane":"chat","flow":"key:team-a"}=2',
+      'sluice_lane_flow_queued{"lane":"chat","flow":"anonymous"}=1',
+      'sluice_lane_flow_queued{"lane":"chat","flow":"key:team-a"}=1',
+      'sluice_lane_flow_share{"lane":"chat","flow":"anonymous"}=0.25',
+      'sluice_lane_flow_share{"lane":"chat","flow":"key:team-a"}=0.75',
       'sluice_lane_inflight{"lane":"chat"}=3',
       'sluice_lane_limit{"lane":"chat"}=4',
       'sluice_lane_queue_depth{"lane":"chat","priority":"bulk"}=0',

@@ -52,6 +52,9 @@ export const MetricIds = {
   keyQueued: "sluice_key_queued",
   tenantInflight: "sluice_tenant_inflight",
   tenantQueued: "sluice_tenant_queued",
+  laneFlowInflight: "sluice_lane_flow_inflight",
+  laneFlowQueued: "sluice_lane_flow_queued",
+  laneFlowShare: "sluice_lane_flow_share",
   bucketUsedPerMinute: "sluice_bucket_used_per_minute",
   bucketAvailable: "sluice_bucket_available",
   bucketPerMinute: "sluice_bucket_per_minute",
@@ -209,6 +212,21 @@ export const METRICS = {
     kind: "gauge",
     help: "Calls of the tenant's keys waiting in a lane's queue now (tenants.NAME; read from the snapshot).",
     labels: ["tenant"],
+  },
+  [MetricIds.laneFlowInflight]: {
+    kind: "gauge",
+    help: "Calls of the flow (key:ID, tenant:NAME or anonymous) in flight on the lane now, while a configured key's call waits or runs there (read from the snapshot's lanes[].flows).",
+    labels: ["lane", "flow"],
+  },
+  [MetricIds.laneFlowQueued]: {
+    kind: "gauge",
+    help: "Calls of the flow waiting in the lane's queue now (read from the snapshot's lanes[].flows).",
+    labels: ["lane", "flow"],
+  },
+  [MetricIds.laneFlowShare]: {
+    kind: "gauge",
+    help: "The flow's configured share of the lane, 0..1: its weight over the weights of the flows active on the lane (read from the snapshot's lanes[].flows).",
+    labels: ["lane", "flow"],
   },
   [MetricIds.bucketUsedPerMinute]: {
     kind: "gauge",

@@ -3,6 +3,7 @@
  * up to date on the hot path. This table says which snapshot field feeds which gauge; it is pure,
  * so any sink (Prometheus at scrape time, a push sink on a timer) can use it.
  */
+import type { FlowShareSnapshot } from "../core/flow-shares.js";
 import type { BucketSnapshot, Snapshot } from "../core/snapshot.js";
 import { WAIT_STATES } from "../core/wait-state.js";
 import {
@@ -38,6 +39,9 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.keyQueued]: (s) => s.keys.map((k) => [{ key: k.key }, k.queued]),
   [MetricIds.tenantInflight]: (s) => (s.tenants ?? []).map((t) => [{ tenant: t.tenant }, t.inflight]),
   [MetricIds.tenantQueued]: (s) => (s.tenants ?? []).map((t) => [{ tenant: t.tenant }, t.queued]),
+  [MetricIds.laneFlowInflight]: (s) => flows(s).map(([labels, f]) => [labels, f.inflight]),
+  [MetricIds.laneFlowQueued]: (s) => flows(s).map(([labels, f]) => [labels, f.queued]),
+  [MetricIds.laneFlowShare]: (s) => flows(s).map(([labels, f]) => [labels, f.share]),
   [MetricIds.bucketUsedPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.used_1m]),
   [MetricIds.bucketAvailable]: (s) => buckets(s).map(([labels, b]) => [labels, b.available]),
   [MetricIds.bucketPerMinute]: (s) => buckets(s).map(([labels, b]) => [labels, b.per_minute]),
@@ -48,6 +52,19 @@ export const SNAPSHOT_GAUGES: {
   [MetricIds.accountThrottledPerMinute]: (s) =>
     s.accounts.map((a) => [{ account: a.account }, a.throttled_1m]),
 };
+
+/**
+ * Every lane's flows (keys and tenants active on it): at most lanes × (keys without a tenant +
+ * tenants + 1 anonymous), all configured names, and only while they wait or run there.
+ */
+function flows(s: Snapshot): [{ lane: string; flow: string }, FlowShareSnapshot][] {
+  return s.lanes.flatMap((l) =>
+    (l.flows ?? []).map((f): [{ lane: string; flow: string }, FlowShareSnapshot] => [
+      { lane: l.lane, flow: f.flow },
+      f,
+    ]),
+  );
+}
 
 /**
  * Every token and request bucket of the snapshot: the lanes' own, the accounts', the keys' and the
