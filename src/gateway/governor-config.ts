@@ -38,9 +38,10 @@ export function governorOptions(config: GatewayConfig, clock?: Clock, store?: St
       rpm: a.rpm,
       tpmReserve: a.tpmReserve ?? 0,
       rpmReserve: a.rpmReserve ?? 0,
-      tpmShares: a.tpmShares,
-      rpmShares: a.rpmShares,
-      shareAbove: a.shareAbove,
+      // Only when written, as the library validator resolves them (no keys set to undefined).
+      ...(a.tpmShares === undefined ? {} : { tpmShares: a.tpmShares }),
+      ...(a.rpmShares === undefined ? {} : { rpmShares: a.rpmShares }),
+      ...(a.shareAbove === undefined ? {} : { shareAbove: a.shareAbove }),
       adaptive: a.adaptive,
       maxQuotaPauseMs: a.maxQuotaPauseMs,
     };

@@ -54,7 +54,7 @@ export function keyBudgetConfig(
         key("a", { tpm: KEY_TPM }),
         key("b"),
         key("t1", { tenant: "team" }),
-        key("t2", { tenant: "team", weight: 2 }),
+        key("t2", { tenant: "team" }),
       ],
     },
     tenants: { team: { tpm: KEY_TPM } },
