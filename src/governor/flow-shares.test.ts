@@ -13,16 +13,18 @@ import { flush } from "./test-helpers.js";
 
 const lane = { limit: 4, reserve: 0, queueLimit: 100, queueTimeoutMs: 1e9 };
 
+const keys = {
+  a: { maxInflight: 100, weight: 1 },
+  b: { maxInflight: 100, weight: 3 },
+  c: { maxInflight: 100, tenant: "T" },
+  d: { maxInflight: 100, tenant: "T" },
+};
+
 function setup() {
   const clock = new ManualClock();
   const gov = new Governor({
     clock,
-    keys: {
-      a: { maxInflight: 100, weight: 1 },
-      b: { maxInflight: 100, weight: 3 },
-      c: { maxInflight: 100, tenant: "T" },
-      d: { maxInflight: 100, tenant: "T" },
-    },
+    keys,
     tenants: { T: { weight: 2 } },
     lanes: { L: lane, M: lane },
   });
@@ -80,5 +82,26 @@ describe("a lane's flows in the snapshot", () => {
     assert.equal(flows(), undefined, "only anonymous calls left: nothing to share out");
     assert.equal(flows("M"), undefined);
     assert.equal(gov.snapshot().lanes[0]!.inflight, 1);
+  });
+
+  test("a lane added by a reload after a key's calls is counted on its own; a lane removed keeps its calls out of the others'", async () => {
+    const { gov, held, call, flows } = setup();
+    call("a");
+    call("b", "M");
+    await flush();
+    gov.reconfigure({ keys, tenants: { T: { weight: 2 } }, lanes: { L: lane, N: lane } });
+    call("a", "N");
+    call("a", "N");
+    await flush();
+    assert.deepEqual(flows("L")!.map(row), [["key:a", 1, 0, 1, 1, 1]]);
+    assert.deepEqual(
+      flows("N")!.map(row),
+      [["key:a", 2, 0, 1, 1, 1]],
+      "b's call on the removed M is not N's",
+    );
+    for (const l of [...held.a!, ...held.b!]) l.release();
+    await flush();
+    assert.equal(flows("L"), undefined);
+    assert.equal(flows("N"), undefined);
   });
 });
