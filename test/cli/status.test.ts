@@ -9,7 +9,7 @@ import { parseConfig } from "../../src/config/schema.js";
 import type { Snapshot } from "../../src/core/snapshot.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { startSim } from "../../src/sim/server.js";
-import { waitFor } from "../helpers/index.js";
+import { sha256hex, waitFor } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "../store/redis-helpers.js";
 
 const SNAPSHOT: Snapshot = {
@@ -424,6 +424,65 @@ describe("sluice status against two gateways sharing one Redis", { timeout: 30_0
     } finally {
       abort.abort();
       await Promise.all(gateways.map((g) => g.close()));
+      await sim.close();
+    }
+  });
+});
+
+describe("sluice status against a gateway with weighted keys", { timeout: 30_000 }, () => {
+  test("prints each key's part of the lane: alpha holds 4 of 4 for a share of 25 %, beta's 2 calls wait", async () => {
+    const sim = await startSim({ serviceMs: 60_000, jitterSigma: 0, maxNumSeqs: 16 });
+    const config = parseConfig({
+      auth: {
+        keys: [
+          { id: "alpha", sha256: sha256hex("token-alpha"), weight: 1 },
+          { id: "beta", sha256: sha256hex("token-beta"), weight: 3 },
+        ],
+      },
+      models: [
+        {
+          name: "m",
+          max_concurrent_requests: 4,
+          reserve: 0,
+          queue_limit: 8,
+          queue_timeout_s: 60,
+          adaptive: false,
+          pods: [{ url: sim.url, max_inflight: 4 }],
+        },
+      ],
+    });
+    const gateway = new Gateway({ config, logger: pino({ level: "silent" }) });
+    const abort = new AbortController();
+    try {
+      const url = await gateway.listen(0, "127.0.0.1");
+      // Calls the sim holds for a minute (aborted at the end): alpha's four first, then beta's two.
+      const hold = (token: string, i: number) =>
+        request(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+          body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `hold ${i}` }] }),
+          signal: abort.signal,
+        }).catch(() => undefined);
+      const lane = () => gateway.governor.snapshot().lanes[0]!;
+      const calls = [1, 2, 3, 4].map((i) => hold("token-alpha", i));
+      await waitFor("alpha's 4 calls in flight", () => lane().inflight === 4);
+      calls.push(hold("token-beta", 5), hold("token-beta", 6));
+      await waitFor("beta's 2 calls queued", () => lane().queued === 2);
+      const out: string[] = [];
+      const code = await main(["--url", url], { out: (x) => out.push(x), err: (x) => out.push(x), env: {} });
+      assert.equal(code, 0, out.join("\n"));
+      const lines = out.join("\n").split("\n");
+      const at = lines.indexOf("LANE  FLOW       INFLIGHT  QUEUED  WEIGHT  SHARE  USED");
+      assert.ok(at > 0, lines.join("\n"));
+      assert.deepEqual(lines.slice(at + 1, at + 3), [
+        "m     key:alpha  4         0       1       25%    100%",
+        "m     key:beta   0         2       3       75%    0%",
+      ]);
+      abort.abort();
+      await Promise.all(calls);
+    } finally {
+      abort.abort();
+      await gateway.close();
       await sim.close();
     }
   });
