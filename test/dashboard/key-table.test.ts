@@ -59,6 +59,7 @@ describe("the dashboard's keys and tenants in Chromium", { skip, timeout: 60_000
     assert.equal(await text(cell('tr[data-key="beta"]', "tenant")), "–");
     assert.equal(await text(cell('tr[data-key="beta"]', "tokens")), "–", "beta has no budget of its own");
     assert.equal(await text(cell('tr[data-tenant="team"]', "keys")), "alpha");
+    assert.equal(await text(cell('tr[data-key="beta"]', "inflight")), "0 / –", "no max_inflight: unbounded");
 
     const a = await chat(stack.url, "chat", {
       headers: { authorization: "Bearer token-alpha" },

@@ -132,7 +132,9 @@ export function keyTable(tbody) {
       ),
     (row, /** @type {any} */ k) => {
       setText(field(row, "tenant"), k.tenant ?? "–");
-      setText(field(row, "inflight"), `${k.inflight} / ${k.max_inflight}`);
+      // A key without max_inflight is unbounded (the snapshot says so with the largest safe integer).
+      const max = k.max_inflight >= Number.MAX_SAFE_INTEGER ? "–" : k.max_inflight;
+      setText(field(row, "inflight"), `${k.inflight} / ${max}`);
       setText(field(row, "queued"), String(k.queued));
       // The key's own tpm / rpm: tokens and requests charged in the last minute against the rate.
       setText(field(row, "tokens"), bucket(k.tokens));
