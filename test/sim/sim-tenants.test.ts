@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
+import { waitFor } from "../helpers/index.js";
 
 let sim: SimServer;
 before(async () => {
@@ -37,11 +38,13 @@ describe("sim: counts per x-sim-tenant", () => {
     );
     const gone = new AbortController();
     const left = chat("B", "five", gone.signal).catch(() => undefined);
-    setTimeout(() => gone.abort(), 10);
+    // Leave once the sim runs the call (a fixed 10 ms could pass before it arrived, on a busy
+    // machine: then the sim never saw it and nothing was aborted).
+    await waitFor("the sim running the call", () => sim.stats().running === 1);
+    gone.abort();
     await left;
     // The sim sees the close a moment later.
-    for (let i = 0; i < 50 && (sim.stats().tenants.B?.aborted ?? 0) === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await waitFor("the sim seeing the client leave", () => (sim.stats().tenants.B?.aborted ?? 0) > 0);
     const t = sim.stats().tenants;
     assert.deepEqual(Object.keys(t).sort(), ["A", "B"]);
     assert.equal(t.A!.completed, 2);
