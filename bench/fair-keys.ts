@@ -158,4 +158,5 @@ export function fairKeysRows(r: FairKeysResult): string[] {
 if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await fairKeys(process.argv.includes("--quick"), !process.argv.includes("--no-weights"));
   process.stdout.write(`${fairKeysRows(r).join("\n")}\n`);
+  process.exit(0); // the resident instances' queued waiters (1 h timeouts) would keep it running
 }
