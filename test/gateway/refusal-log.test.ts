@@ -25,10 +25,14 @@ const PINO_INFO = 30;
 const PINO_DEBUG = 20;
 
 describe("refusals in the log", SUITE, () => {
-  test("at info, refusals are one counted line, not a line each", async () => {
+  test("at info, refusals are counted into one line a second, not a line each", async () => {
     const log = new LogCapture();
     const { stack, hold } = await fullStack("info", log);
-    for (let i = 0; i < 3; i++) assert.equal((await chat(stack.url, "full")).status, 429);
+    const refusals = 12;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: refusals }, () => chat(stack.url, "full")));
+    const tookMs = performance.now() - started;
+    for (const a of answers) assert.equal(a.status, 429);
     hold.abort();
     await stack.close(); // writes what is counted
     const records = log.records();
@@ -38,12 +42,28 @@ describe("refusals in the log", SUITE, () => {
       "no line per refusal",
     );
     const counted = records.filter((r) => r.msg === "refusals");
-    assert.equal(counted.length, 1);
-    assert.equal(counted[0]!.level, PINO_INFO);
-    assert.equal(counted[0]!.refusals, 3);
-    assert.deepEqual(counted[0]!.by, [
-      { lane: "full", reason: "queue_full", key: "anonymous", status: 429, count: 3 },
-    ]);
+    // One line a second at most, plus the one the close writes: a loaded machine can spread the
+    // refusals over more than one second (two lines were seen with both cores busy).
+    assert.ok(counted.length >= 1, "the refusals are counted");
+    assert.ok(
+      counted.length <= Math.ceil(tookMs / 1000) + 1,
+      `${counted.length} lines for ${refusals} refusals over ${tookMs.toFixed(0)} ms`,
+    );
+    for (const line of counted) assert.equal(line.level, PINO_INFO);
+    assert.equal(
+      counted.reduce((sum, line) => sum + (line.refusals as number), 0),
+      refusals,
+    );
+    const by = counted.flatMap((line) => line.by as { lane: string; count: number }[]);
+    for (const b of by)
+      assert.deepEqual(
+        { ...b, count: 0 },
+        { lane: "full", reason: "queue_full", key: "anonymous", status: 429, count: 0 },
+      );
+    assert.equal(
+      by.reduce((sum, b) => sum + b.count, 0),
+      refusals,
+    );
   });
 
   test("at debug, each refusal has its own request line and nothing is counted", async () => {
