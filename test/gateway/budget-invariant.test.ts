@@ -22,7 +22,8 @@
  * whole run). Every call the gateway reconciled with the provider's `usage` counts exactly what was
  * billed. A call whose client left mid-answer is settled without one: the gateway may keep its
  * estimate (the provider may have run it to the end) or count what it streamed, so for those calls
- * the comparison allows anything from their prompt alone to their prompt plus their output bound.
+ * the comparison allows anything from their prompt alone to the gateway's estimate of their prompt
+ * (an over-count by design, never under) plus their output bound.
  *
  * Also checked, at the far end: no call id billed twice; every billed call ran the lane's own
  * model (a body naming another model must be refused or rewritten, never run under this lane's
@@ -39,6 +40,7 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import pino from "pino";
 import { Agent, request } from "undici";
 import { parseConfig } from "../../src/config/schema.js";
+import { estimatePromptTokens } from "../../src/gateway/estimate.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { type CallPlan, mixArb, outputBound, planRequest } from "../property/budget-mix.js";
 import { type BilledCall, startBillingProvider } from "./billing-provider.js";
@@ -61,6 +63,8 @@ interface ClientResult {
   /** The whole answer, when the client read it to the end. */
   text: string | undefined;
   left: boolean;
+  /** The gateway's estimate of its prompt (what a call settled without usage may keep). */
+  promptEstimate: number;
 }
 
 /** One run's evidence: what the clients saw, what the provider billed, what the gateway counted. */
@@ -127,6 +131,7 @@ async function runMix(plans: CallPlan[], runNo: number): Promise<RunEvidence> {
 /** Sends one plan's request; a leaving client aborts after the answer's first bytes. */
 async function send(url: string, agent: Agent, plan: CallPlan, id: string): Promise<ClientResult> {
   const { headers, body } = planRequest(plan, LANE, id);
+  const promptEstimate = estimatePromptTokens(JSON.parse(body), Buffer.byteLength(body));
   const abort = new AbortController();
   try {
     const res = await request(`${url}/v1/chat/completions`, {
@@ -139,11 +144,11 @@ async function send(url: string, agent: Agent, plan: CallPlan, id: string): Prom
     if (plan.leaves && res.statusCode === 200) {
       for await (const _ of res.body) break; // the first bytes, then gone
       abort.abort();
-      return { id, plan, status: res.statusCode, text: undefined, left: true };
+      return { id, plan, status: res.statusCode, text: undefined, left: true, promptEstimate };
     }
-    return { id, plan, status: res.statusCode, text: await res.body.text(), left: false };
+    return { id, plan, status: res.statusCode, text: await res.body.text(), left: false, promptEstimate };
   } catch (error) {
-    if (abort.signal.aborted) return { id, plan, status: 200, text: undefined, left: true };
+    if (abort.signal.aborted) return { id, plan, status: 200, text: undefined, left: true, promptEstimate };
     throw error;
   }
 }
@@ -183,7 +188,11 @@ function violations(e: RunEvidence): string[] {
   // anywhere from the prompt alone to the prompt plus the call's output bound.
   const gone = e.billed.filter((b) => b.gone || byId.get(b.id)?.left);
   const lo = (total - gone.reduce((s, b) => s + b.completion, 0)) * 0.95;
-  const hi = (total + gone.reduce((s, b) => s + Math.max(0, bound(b) - b.completion), 0)) * 1.05;
+  // A left call keeps its estimate: its prompt as the gateway estimated it (an over-count by
+  // design: never under), plus its output bound. Seed 889811061 left five long English and CJK
+  // prompts, estimated 8 k tokens over what the provider billed for them.
+  const over = (b: BilledCall) => Math.max(0, (byId.get(b.id)?.promptEstimate ?? b.prompt) - b.prompt);
+  const hi = (total + gone.reduce((s, b) => s + over(b) + Math.max(0, bound(b) - b.completion), 0)) * 1.05;
   if (e.usedGateway < lo || e.usedGateway > hi)
     out.push(
       `the gateway's used_1m ${e.usedGateway} is not within 5 % of the provider's ${total} (allowed ${Math.floor(lo)}..${Math.ceil(hi)})`,
