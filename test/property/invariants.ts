@@ -219,6 +219,13 @@ export function checkOrder(m: Model): void {
       if (y.lane === x.lane && y.rank === x.rank && !y.retried && waitingAt(y, g.ev, g.time))
         if (y.arrivedAt < oldest.arrivedAt) oldest = y;
     const effO = effective(oldest.rank, oldest.arrivedAt, g.time, agingMs);
+    // A re-dispatched call waiting again in x's lane and class ("retrying") waits at its first
+    // arrival's place, which the model does not track: the lane may have competed with that place
+    // (its class's oldest), so what x's lane passed in other lanes is not known here (seed
+    // 1297239571: P took the group slot on such a waiter's arrival at 0 and served its fair choice).
+    const bidUnknown = m.calls.some(
+      (y) => y !== x && y.lane === x.lane && y.rank === x.rank && y.status === "retrying",
+    );
     // The last `reserve` slots: only an own-class interactive call may take them, so it may pass
     // an aged call of the same effective class that arrived earlier.
     const reserveSlot = g.laneLimit - (g.laneInflight - 1) <= g.reserve;
@@ -233,6 +240,7 @@ export function checkOrder(m: Model): void {
         continue;
       }
       if (y.lane !== x.lane) {
+        if (bidUnknown) continue;
         // Another lane's waiter competed for the group slot only if its own lane had room for it.
         const room = g.roomFor.get(y.lane)!;
         if (!(y.rank === 0 ? room.interactive : room.other)) continue;
