@@ -27,8 +27,8 @@ import { RateLimiterRedis } from "rate-limiter-flexible";
 import { Path } from "../src/core/path.js";
 import { DEFAULT_RANK } from "../src/core/priority.js";
 import { Governor } from "../src/governor/governor.js";
-import { RedisStore } from "../src/store/redis.js";
-import { runScript } from "../src/store/redis-scripts.js";
+import { RedisStore } from "../src/store/redis/redis-store.js";
+import { runScript } from "../src/store/redis/scripts.js";
 
 /** Gives the slot back; a promise when the library's release waits for Redis. */
 export type Release = () => unknown;

@@ -1,6 +1,6 @@
 /**
  * The fleet section: refused without a Redis store (its settings would do nothing). Every budget
- * is shared in fleet mode, per-key bounds included (src/store/fleet-keys.ts), so nothing else is
+ * is shared in fleet mode, per-key bounds included (src/store/redis/keys.ts), so nothing else is
  * refused here.
  */
 import { DEFAULTS } from "../core/defaults.js";
@@ -35,8 +35,8 @@ export function fleetConfig(c: Checker, raw: RawConfig): FleetConfig {
       fleet.leaseTtlMs / 1000,
     );
   // Token and request budgets (`tpm`, `rpm`) and accounts are shared: their buckets, in-flight
-  // counts and quota pauses live in Redis (src/store/fleet-rates.ts, fleet-accounts.ts); a key's
-  // bound too (src/store/fleet-keys.ts).
+  // counts and quota pauses live in Redis (src/store/redis/rates.ts, redis/accounts.ts); a key's
+  // bound too (src/store/redis/keys.ts).
   return fleet;
 }
 

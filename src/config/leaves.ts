@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { MAX_TIMER_MS } from "../core/defaults.js";
 import { isConfigError } from "../core/errors.js";
-import { parseStoreUrl, STORE_URL_FORMS, StoreUrlError } from "../store/redis-connection.js";
+import { parseStoreUrl, STORE_URL_FORMS, StoreUrlError } from "../store/redis/connection.js";
 import { type Cidr, parseCidr } from "./cidr.js";
 import type { LeafParams } from "./issues.js";
 import { parseDuration, parseSize } from "./units.js";
@@ -197,7 +197,7 @@ export type StoreConfig = { readonly kind: "memory" } | { readonly kind: "redis"
 
 /**
  * `memory`, or a Redis URL: one server (`redis://`, `rediss://`), a Cluster (`redis+cluster://`)
- * or a Sentinel group (`redis+sentinel://`); src/store/redis-connection.ts reads the forms, so
+ * or a Sentinel group (`redis+sentinel://`); src/store/redis/connection.ts reads the forms, so
  * the config accepts exactly what the store can open. A password is never echoed in an error.
  */
 export const store: Check<StoreConfig> = (v) => {

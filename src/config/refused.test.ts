@@ -44,7 +44,7 @@ describe("the store and fleet mode", () => {
     assert.match(e.expected, /no fleet settings with store: memory/);
   });
 
-  test("a per-key bound is accepted with a Redis store (shared across replicas: src/store/fleet-keys.ts)", () => {
+  test("a per-key bound is accepted with a Redis store (shared across replicas: src/store/redis/keys.ts)", () => {
     const c = parseConfig(
       config({
         store: "redis://r:6379",

@@ -4,7 +4,7 @@
  * given back (`giveBack`), with what a pod and an account hear about each call. `Scheduler`
  * (scheduler.ts) decides who is granted; this class only records it.
  */
-import type { Store } from "../store/store.js";
+
 import { keyRefusal, queueFull } from "./arrival.js";
 import type { SluiceError } from "./errors.js";
 import { Emitter } from "./events.js";
@@ -20,6 +20,7 @@ import type {
   SchedulerHooks,
   WidthEvent,
 } from "./scheduler-events.js";
+import type { Store } from "./store.js";
 
 export class Grants {
   /** Lanes with at least one waiter: the only ones a pass needs to look at. */

@@ -5,7 +5,7 @@
  * built from the gateway config arrive already resolved ({@link markResolved}) and are not checked
  * again. Units are in the names (STYLE G8).
  */
-import type { Store } from "../store/store.js";
+
 import type { BreakerOptions, BreakerSettings } from "./breaker.js";
 import { resolveBreaker } from "./breaker-options.js";
 import type { Clock } from "./clock.js";
@@ -29,6 +29,7 @@ import {
   resolveAccounts,
   resolveLaneRates,
 } from "./rate-options.js";
+import type { Store } from "./store.js";
 import { check, isInt, isNum, knownKeys } from "./validate.js";
 
 export type { KeyOptions, ResolvedKey, ResolvedTenant, TenantOptions } from "./key-options.js";

@@ -21,7 +21,7 @@ import {
   type ResolvedOptions,
   type ResolvedTenant,
 } from "../core/options.js";
-import type { Store } from "../store/store.js";
+import type { Store } from "../core/store.js";
 
 /** The Governor's group for a bounded GPU group of the config. */
 const gpu = (name: string) => `gpu:${name}`;

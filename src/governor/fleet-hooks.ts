@@ -10,8 +10,8 @@
  */
 import type { Clock } from "../core/clock.js";
 import type { Scheduler } from "../core/scheduler.js";
-import { waitingByLane } from "../store/fleet-waiters.js";
-import type { Store } from "../store/store.js";
+import type { Store } from "../core/store.js";
+import { waitingByLane } from "../store/redis/waiters.js";
 import type { Registry } from "./registry.js";
 import type { WakeTimer } from "./timer.js";
 import type { Waiters } from "./waiters.js";

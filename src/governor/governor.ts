@@ -24,9 +24,9 @@ import {
   type WidthEvent,
 } from "../core/scheduler.js";
 import type { LaneStatus, Snapshot } from "../core/snapshot.js";
+import type { Store } from "../core/store.js";
 import { waitState } from "../core/wait-state.js";
 import { MemoryStore } from "../store/memory.js";
-import type { Store } from "../store/store.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { wireFleetHooks } from "./fleet-hooks.js";

@@ -14,7 +14,7 @@ import { keyBudgetSettings } from "../core/key-options.js";
 import type { ResolvedOptions } from "../core/options.js";
 import { MINUTE_MS } from "../core/rate-budget.js";
 import type { RateLimitInfo } from "../core/rate-limits.js";
-import type { Store } from "../store/store.js";
+import type { Store } from "../core/store.js";
 
 /** The store key of a key's budget: not `key:ID`, which is its arrival bound's. */
 export const keyBudgetKey = (id: string): string => `keybudget:${id}`;

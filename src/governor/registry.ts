@@ -32,7 +32,7 @@ import {
   tenantSnapshot,
   withoutFleetCounts,
 } from "../core/snapshot.js";
-import type { Store } from "../store/store.js";
+import type { Store } from "../core/store.js";
 import { syncFlows, type TenantFlows } from "./flows.js";
 import { syncKeyBudgets, tenantBudgetKey, tenantOf } from "./key-budgets.js";
 import { passThroughLease } from "./pass-through.js";

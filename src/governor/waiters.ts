@@ -17,7 +17,7 @@ import type { Ticket } from "../core/lease.js";
 import { classifyOutcome, type FailureInput } from "../core/outcome.js";
 import { effectiveRank } from "../core/priority.js";
 import type { Scheduler } from "../core/scheduler.js";
-import type { Store } from "../store/store.js";
+import type { Store } from "../core/store.js";
 import type { WakeTimer } from "./timer.js";
 
 const grantChannel = channel("sluice:lease:grant");

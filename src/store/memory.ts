@@ -8,7 +8,7 @@ import { ArrivalBudget, type Budget, ConcurrencyBudget } from "../core/budget.js
 import type { Path } from "../core/path.js";
 import { INTERACTIVE, type Rank } from "../core/priority.js";
 import { RateBudget, type RateUnit } from "../core/rate-budget.js";
-import type { Store } from "./store.js";
+import type { Store } from "../core/store.js";
 
 export class MemoryStore implements Store {
   readonly description = "memory";

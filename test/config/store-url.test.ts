@@ -1,19 +1,19 @@
 /**
  * The store URL: one server, a Redis Cluster or a Sentinel group, read in one place
- * (src/store/redis-connection.ts) for both the config and the store, and never echoing a password.
+ * (src/store/redis/connection.ts) for both the config and the store, and never echoing a password.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Cluster, Redis } from "ioredis";
 import { parseConfig } from "../../src/config/schema.js";
 import { config, invalid } from "../../src/config/test-helpers.js";
-import { RedisStore } from "../../src/store/redis.js";
 import {
   connectRedis,
   parseStoreUrl,
   redactStoreUrl,
   StoreUrlError,
-} from "../../src/store/redis-connection.js";
+} from "../../src/store/redis/connection.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 
 describe("store URLs the config accepts", () => {
   const accepted = [

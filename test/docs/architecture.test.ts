@@ -1,7 +1,7 @@
 /**
  * What docs/architecture.md says that a test can check (issue 23: "docs/architecture.md made
  * true, with a test for the claims a test can check"): every file it names exists, its list of
- * Redis scripts is the scripts in src/store/lua (their count too), the fleet defaults it quotes
+ * Redis scripts is the scripts in src/store/redis/lua (their count too), the fleet defaults it quotes
  * are core/defaults.ts's, and the scheduler's one place of grant and give-back is where it says.
  */
 import assert from "node:assert/strict";
@@ -27,14 +27,14 @@ describe("docs/architecture.md", () => {
     assert.deepEqual(missing, [], "named in docs/architecture.md, absent from the tree");
   });
 
-  test("its Redis scripts are the ones in src/store/lua, and so is their count", () => {
+  test("its Redis scripts are the ones in src/store/redis/lua, and so is their count", () => {
     const row =
       /\| `redis-scripts\.ts`, `lua\/\*\.lua` \| one `\.lua` file per operation, (\d+) in all \(([^)]*)\)/.exec(
         DOC,
       );
     assert.ok(row, "the redis-scripts row states a count and lists the scripts");
     const listed = row[2]!.split(",").map((s) => s.trim());
-    const onDisk = readdirSync("src/store/lua")
+    const onDisk = readdirSync("src/store/redis/lua")
       .filter((f) => f.endsWith(".lua") && !f.startsWith("_"))
       .map((f) => f.slice(0, -".lua".length));
     assert.deepEqual([...listed].sort(), [...onDisk].sort());

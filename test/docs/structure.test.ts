@@ -14,7 +14,7 @@ describe("the source tree", () => {
     assert.equal(run.status, 0, run.stderr);
   });
 
-  test("ships the Lua scripts as they are in src/store/lua (the generated module is up to date)", () => {
+  test("ships the Lua scripts as they are in src/store/redis/lua (the generated module is up to date)", () => {
     const run = spawnSync(process.execPath, ["scripts/assemble-lua.mjs", "--check"], { encoding: "utf8" });
     assert.equal(run.status, 0, run.stderr);
   });

@@ -15,7 +15,7 @@ import type { Lease } from "../../src/core/lease.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { Governor } from "../../src/governor/governor.js";
 import { startSim } from "../../src/sim/server.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { describeStore } from "./contract.js";
 import { uniquePrefix } from "./redis-helpers.js";
 import { missingBinaries, RedisCluster } from "./topology-helpers.js";

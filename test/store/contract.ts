@@ -9,7 +9,7 @@ import fc from "fast-check";
 import type { Budget } from "../../src/core/budget.js";
 import { Path } from "../../src/core/path.js";
 import { BULK, INTERACTIVE, type Rank } from "../../src/core/priority.js";
-import type { Store } from "../../src/store/store.js";
+import type { Store } from "../../src/core/store.js";
 
 export interface ContractOptions {
   /**

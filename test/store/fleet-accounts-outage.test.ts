@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
 const fixture = new OutageFixture();

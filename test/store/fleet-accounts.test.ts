@@ -11,7 +11,7 @@ import { isQuotaPausedError, type QuotaPausedError } from "../../src/core/errors
 import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];

@@ -16,7 +16,7 @@ import type { AdmissionBudget } from "../../src/core/admission.js";
 import type { ConcurrencyBudget } from "../../src/core/budget.js";
 import { Path } from "../../src/core/path.js";
 import { DEFAULT_RANK } from "../../src/core/priority.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];

@@ -8,7 +8,7 @@ import { after, describe, test } from "node:test";
 import type { Redis } from "ioredis";
 import { Path } from "../../src/core/path.js";
 import { DEFAULT_RANK } from "../../src/core/priority.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];

@@ -3,7 +3,7 @@
  * holds a key's whole bound (4); Redis loses the fleet's keys; replica a notices first and
  * re-registers, and its next arrivals on the key reach a Redis that does not count b's 4 yet.
  * Before, Redis took them (6 on a key bounded at 4, until b's next heartbeat re-registered it).
- * Now a is settling (`fleet-shares.ts`): an arrival past its share of the key waits until b is
+ * Now a is settling (`redis/shares.ts`): an arrival past its share of the key waits until b is
  * counted again (its roll call makes b re-register at once), and Redis then refuses it with
  * `key_limit`. Counted as leases held on the key, both replicas together.
  */
@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { KeyLimitError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];

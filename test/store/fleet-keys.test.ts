@@ -15,7 +15,7 @@ import { KeyLimitError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { flush } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 

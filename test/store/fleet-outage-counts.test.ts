@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import type { OnStoreError, RedisStore } from "../../src/store/redis.js";
+import type { OnStoreError, RedisStore } from "../../src/store/redis/redis-store.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 import type { RedisProcess } from "./redis-helpers.js";
 

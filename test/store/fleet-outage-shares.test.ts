@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { freePort } from "../helpers/index.js";
 import { skipWithoutRedisServer } from "./outage-helpers.js";
 import { RedisProcess, uniquePrefix } from "./redis-helpers.js";
@@ -197,7 +197,7 @@ describe("local shares from what each replica last heard (private redis-server)"
     await c.store.heartbeat();
     await a.store.heartbeat();
     // The two slots b leaves go to a's and c's waiters: both wait on the lane, so the fleet's equal
-    // shares (fleet-holdback.ts) may give c one of them; which replica gets which is not the point.
+    // shares (redis/holdback.ts) may give c one of them; which replica gets which is not the point.
     await until(
       "once b is counted again: a and c up to the limit",
       () => a.mine.length + c.mine.length === 2,

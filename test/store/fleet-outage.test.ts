@@ -9,7 +9,7 @@ import { after, describe, test } from "node:test";
 import { StoreUnavailableError } from "../../src/core/errors.js";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import type { OnStoreError } from "../../src/store/redis.js";
+import type { OnStoreError } from "../../src/store/redis/redis-store.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
 const fixture = new OutageFixture();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const stores: RedisStore[] = [];

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { StoreUnavailableError } from "../../src/core/errors.js";
 import { Governor } from "../../src/governor/governor.js";
-import type { OnStoreError } from "../../src/store/redis.js";
+import type { OnStoreError } from "../../src/store/redis/redis-store.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
 const TPM = 6000;

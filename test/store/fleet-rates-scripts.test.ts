@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, describe, test } from "node:test";
 import type { Redis } from "ioredis";
-import { runScript } from "../../src/store/redis-scripts.js";
+import { runScript } from "../../src/store/redis/scripts.js";
 import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const clients: Redis[] = [];

@@ -14,8 +14,8 @@ import type { Lease } from "../../src/core/lease.js";
 import type { GovernorOptions } from "../../src/core/options.js";
 import { RateBudget } from "../../src/core/rate-budget.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
-import { runScript } from "../../src/store/redis-scripts.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
+import { runScript } from "../../src/store/redis/scripts.js";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const TPM = 6000; // 100 tokens per second

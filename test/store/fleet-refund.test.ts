@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "ioredis";
 import { RateBudget } from "../../src/core/rate-budget.js";
-import { runScript } from "../../src/store/redis-scripts.js";
+import { runScript } from "../../src/store/redis/scripts.js";
 import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const clients: Redis[] = [];

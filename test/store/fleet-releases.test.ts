@@ -1,5 +1,5 @@
 /**
- * Releases to the fleet (`src/store/fleet-releases.ts`): batched per event-loop turn, published
+ * Releases to the fleet (`src/store/redis/releases.ts`): batched per event-loop turn, published
  * only while another replica waits (the `{P}:waiting` index), and a replica that starts waiting
  * re-reads the fleet. Leases are long here (`leaseTtlMs` 10 minutes: the heartbeat, the polling
  * fallback, never runs during a test), so a wake-up can only come from a message or the re-read;
@@ -13,7 +13,7 @@ import type { GovernorOptions } from "../../src/core/options.js";
 import { Path } from "../../src/core/path.js";
 import { DEFAULT_RANK } from "../../src/core/priority.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { closeAndClean, REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const NO_HEARTBEAT_MS = 600_000;

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import { Governor } from "../../src/governor/governor.js";
-import { LUA } from "../../src/store/lua/scripts.generated.js";
+import { LUA } from "../../src/store/redis/lua/scripts.generated.js";
 import { OutageFixture, skipWithoutRedisServer, untilConnected } from "./outage-helpers.js";
 
 const TPM = 6000;

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { FleetShares } from "../../src/store/fleet-shares.js";
+import { FleetShares } from "../../src/store/redis/shares.js";
 
 /** Every way of spreading at most `limit` calls over `replicas` replicas. */
 function* spreads(replicas: number, limit: number): Generator<number[]> {

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { Governor } from "../../src/governor/governor.js";
-import { MIN_COMMAND_TIMEOUT_MS } from "../../src/store/redis-connection.js";
+import { MIN_COMMAND_TIMEOUT_MS } from "../../src/store/redis/connection.js";
 import { OutageFixture, skipWithoutRedisServer } from "./outage-helpers.js";
 
 const fixture = new OutageFixture();

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { OutageFixture, skipWithoutRedisServer } from "./outage-helpers.js";
 
 const fixture = new OutageFixture();

@@ -4,7 +4,7 @@
  * is connected again.
  */
 import assert from "node:assert/strict";
-import { type OnStoreError, RedisStore } from "../../src/store/redis.js";
+import { type OnStoreError, RedisStore } from "../../src/store/redis/redis-store.js";
 import { freePort } from "../helpers/index.js";
 import { hasRedisServer, RedisProcess, uniquePrefix } from "./redis-helpers.js";
 import { TcpProxy } from "./tcp-proxy.js";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { after, type TestContext, test } from "node:test";
 import type { Redis } from "ioredis";
-import { turnPipelined } from "../../src/store/redis-batch.js";
-import { fleetConnections } from "../../src/store/redis-connection.js";
+import { turnPipelined } from "../../src/store/redis/batch.js";
+import { fleetConnections } from "../../src/store/redis/connection.js";
 import { flush } from "../helpers/index.js";
 import { REDIS_URL, redisOrSkip } from "./redis-helpers.js";
 

@@ -4,7 +4,7 @@
  */
 import { after, test } from "node:test";
 import { Redis } from "ioredis";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { describeStore } from "./contract.js";
 import { REDIS_URL, uniquePrefix } from "./redis-helpers.js";
 

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import fc from "fast-check";
 import type { Redis } from "ioredis";
-import { FleetGrants, type GrantRequest } from "../../src/store/fleet-grant.js";
-import { isReplyCode, runScript } from "../../src/store/redis-scripts.js";
+import { FleetGrants, type GrantRequest } from "../../src/store/redis/grant.js";
+import { isReplyCode, runScript } from "../../src/store/redis/scripts.js";
 import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 describe("fleet store scripts (real Redis)", () => {

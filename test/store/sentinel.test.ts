@@ -9,7 +9,7 @@ import { after, test } from "node:test";
 import { Redis } from "ioredis";
 import type { Lease } from "../../src/core/lease.js";
 import { Governor } from "../../src/governor/governor.js";
-import { RedisStore } from "../../src/store/redis.js";
+import { RedisStore } from "../../src/store/redis/redis-store.js";
 import { uniquePrefix } from "./redis-helpers.js";
 import { missingBinaries, RedisSentinel } from "./topology-helpers.js";
 

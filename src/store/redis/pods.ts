@@ -5,11 +5,11 @@
  * (after a cut, during an open breaker) adopts it when it first meets the pod instead of starting
  * wide open. Times travel as ages and time left (`Pod.shared()`): each process has its own clock.
  */
-import { Emitter, type Event } from "../core/events.js";
-import type { SharedPodState } from "../core/pod.js";
-import { splitMessage } from "./fleet-accounts.js";
-import type { FleetLink } from "./fleet-rates.js";
-import { runScript } from "./redis-scripts.js";
+import { Emitter, type Event } from "../../core/events.js";
+import type { SharedPodState } from "../../core/pod.js";
+import { splitMessage } from "./accounts.js";
+import type { FleetLink } from "./rates.js";
+import { runScript } from "./scripts.js";
 
 /** How long a pod's state is kept without a new write: long past any cooldown or pause. */
 const KEEP_MS = 24 * 3600_000;

@@ -22,7 +22,7 @@
  * every key shares the hash tag).
  */
 import type { Redis } from "ioredis";
-import type { FleetConnection } from "./redis-connection.js";
+import type { FleetConnection } from "./connection.js";
 
 /** The commands the fleet store sends (a `ScriptClient`, plus `publish`). */
 export type BatchedClient = Pick<Redis, "evalsha" | "eval" | "publish">;

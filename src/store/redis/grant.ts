@@ -4,8 +4,8 @@
  * with its waiters key (priority across replicas: the script leaves room for better waiters that
  * other replicas advertise). The argument layouts are the scripts' headers'.
  */
-import type { MeteredPart } from "./fleet-rates.js";
-import { isReplyCode, runScript, type ScriptClient } from "./redis-scripts.js";
+import type { MeteredPart } from "./rates.js";
+import { isReplyCode, runScript, type ScriptClient } from "./scripts.js";
 
 /** What one grant asks Redis. */
 export interface GrantRequest {

@@ -1,6 +1,6 @@
 /**
  * `on_store_error: local`'s shares, worked out from what each replica last heard, and the settling
- * after Redis answers again (issue 22 defect 3). The policy's modes are `fleet-outage.ts`'s.
+ * after Redis answers again (issue 22 defect 3). The policy's modes are `redis/outage.ts`'s.
  *
  * While Redis is away, each replica holds at most its **allowance** on a budget of limit L, with
  * N = `expected_replicas`, f = ⌊L ÷ N⌋ and h_j what replica j held when this one last heard:

@@ -5,7 +5,7 @@
  * at once what the fleet has no room for. Redis takes the slot itself when the call arrives
  * (`FleetKeys`); this is the fast first refusal.
  */
-import { ArrivalBudget } from "../core/budget.js";
+import { ArrivalBudget } from "../../core/budget.js";
 
 export class FleetKeyBudget extends ArrivalBudget {
   /** Calls the other replicas hold on the key (in flight + queued), as last heard. */

@@ -1,6 +1,6 @@
 /**
  * The fleet's token and request buckets and accounts' quota pauses, as this process mirrors them
- * (the metered half of the fleet store; `fleet-mirror.ts` is the concurrency half).
+ * (the metered half of the fleet store; `redis/mirror.ts` is the concurrency half).
  *
  * Redis holds each bucket as `{P}:r:<budget>` {level, t} and each account's pause as `{P}:q:<account>`
  * (a key with PX = the pause, in Redis time). Each process keeps a local `RateBudget` per bucket
@@ -16,11 +16,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { AccountBudget } from "../core/account.js";
-import type { Path } from "../core/path.js";
-import { INTERACTIVE, type Rank } from "../core/priority.js";
-import { RateBudget } from "../core/rate-budget.js";
-import { runScript } from "./redis-scripts.js";
+import type { AccountBudget } from "../../core/account.js";
+import type { Path } from "../../core/path.js";
+import { INTERACTIVE, type Rank } from "../../core/priority.js";
+import { RateBudget } from "../../core/rate-budget.js";
+import { runScript } from "./scripts.js";
 
 /** The metered part of one call's path: what the grant script checks beside the concurrency budgets. */
 export interface MeteredPart {

@@ -15,12 +15,12 @@
  * can have them — not up to a heartbeat (`lease_ttl_s ÷ 3`) later (issue 22, defect 2). A live
  * replica renews its lease before then, and the look only finds the lease moved on.
  */
-import type { Budget } from "../core/budget.js";
-import type { Lane } from "../core/lane.js";
-import type { Ticket } from "../core/lease.js";
-import { effectiveRank, type Rank } from "../core/priority.js";
-import type { FleetLink } from "./fleet-rates.js";
-import { runScript } from "./redis-scripts.js";
+import type { Budget } from "../../core/budget.js";
+import type { Lane } from "../../core/lane.js";
+import type { Ticket } from "../../core/lease.js";
+import { effectiveRank, type Rank } from "../../core/priority.js";
+import type { FleetLink } from "./rates.js";
+import { runScript } from "./scripts.js";
 
 /** Waiters per effective class (interactive, default, bulk) on one lane budget. */
 export type ClassCounts = [number, number, number];

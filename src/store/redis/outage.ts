@@ -1,18 +1,18 @@
 /**
  * Which mode the fleet store is in — `connected`, or the outage policy (`on_store_error`) since a
  * round trip failed — and what changes as it enters and leaves one: under `local` every budget's
- * room check keeps this replica to its share (`fleet-shares.ts`: counting what the others held
+ * room check keeps this replica to its share (`redis/shares.ts`: counting what the others held
  * when last heard) and the buckets are divided; on the way back the buckets are charged what was
  * taken meanwhile, learned pauses are shared, this replica's fields are rewritten
- * (`fleet-resync.ts`) and the shares hold until the others' calls are counted again (settling).
+ * (`redis/resync.ts`) and the shares hold until the others' calls are counted again (settling).
  */
-import type { FleetAccounts } from "./fleet-accounts.js";
-import type { FleetMirror } from "./fleet-mirror.js";
-import type { FleetLink, FleetRates, MeteredPart } from "./fleet-rates.js";
-import type { FleetReleases } from "./fleet-releases.js";
-import type { FleetResync } from "./fleet-resync.js";
-import { FleetShares } from "./fleet-shares.js";
-import type { FleetStatus, OnStoreError } from "./redis-options.js";
+import type { FleetAccounts } from "./accounts.js";
+import type { FleetMirror } from "./mirror.js";
+import type { FleetStatus, OnStoreError } from "./options.js";
+import type { FleetLink, FleetRates, MeteredPart } from "./rates.js";
+import type { FleetReleases } from "./releases.js";
+import type { FleetResync } from "./resync.js";
+import { FleetShares } from "./shares.js";
 
 /** What entering and leaving an outage touches. */
 export interface OutageParts {
@@ -58,7 +58,7 @@ export class FleetOutage {
   }
 
   /**
-   * While settling (`fleet-shares.ts`): whether a grant on `keys` (this call's `limits`) must wait,
+   * While settling (`redis/shares.ts`): whether a grant on `keys` (this call's `limits`) must wait,
    * this replica holding its share on one of them already; its metered part is then given back
    * as if Redis had not been reached. It is looked at again when settling ends (`heard`).
    */

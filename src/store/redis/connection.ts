@@ -15,7 +15,7 @@
  */
 import { createRequire } from "node:module";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
-import { ConfigError, StoreUnavailableError } from "../core/errors.js";
+import { ConfigError, StoreUnavailableError } from "../../core/errors.js";
 
 /**
  * ioredis, loaded when the first fleet connection is made: a gateway on the memory store (the

@@ -1,5 +1,5 @@
 /**
- * Runs the fleet store's Lua scripts (src/store/lua) with EVALSHA, falling back to EVAL when the
+ * Runs the fleet store's Lua scripts (src/store/redis/lua) with EVALSHA, falling back to EVAL when the
  * server does not know the script yet (a fresh or restarted Redis answers NOSCRIPT): one round
  * trip in the common case, and no operator step after a restart. Each script's SHA1 is computed
  * once.

@@ -3,15 +3,15 @@
  * replica holds on each as Redis knows it (confirmed grants minus releases), and what the other
  * replicas hold (`others` on the budget itself, so the scheduler's room checks see the fleet).
  */
-import { AccountBudget } from "../core/account.js";
-import { AdmissionBudget } from "../core/admission.js";
-import type { Budget, ConcurrencyBudget } from "../core/budget.js";
-import type { Path } from "../core/path.js";
-import { Pod } from "../core/pod.js";
-import { INTERACTIVE, type Rank } from "../core/priority.js";
-import { HoldBack } from "./fleet-holdback.js";
-import { FleetKeyBudget } from "./fleet-key-budget.js";
-import { freedBy } from "./fleet-releases.js";
+import { AccountBudget } from "../../core/account.js";
+import { AdmissionBudget } from "../../core/admission.js";
+import type { Budget, ConcurrencyBudget } from "../../core/budget.js";
+import type { Path } from "../../core/path.js";
+import { Pod } from "../../core/pod.js";
+import { INTERACTIVE, type Rank } from "../../core/priority.js";
+import { HoldBack } from "./holdback.js";
+import { FleetKeyBudget } from "./key-budget.js";
+import { freedBy } from "./releases.js";
 
 /** The part of a path the fleet shares, from a start on (`FleetMirror.#shape`). */
 interface PathShape {
@@ -279,7 +279,7 @@ export class FleetMirror {
 
   /**
    * Redis is unreachable under `local`: each budget's `others` becomes what `othersFor` leaves this
-   * replica (`fleet-outage.ts`: its share, less what the others held when it last heard).
+   * replica (`redis/outage.ts`: its share, less what the others held when it last heard).
    */
   enterOutage(othersFor: (key: string, limit: number, heard: number) => number): void {
     for (const [key, budget] of this.#byKey) {

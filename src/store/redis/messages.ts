@@ -3,12 +3,12 @@
  * replicas' waiters leaving and their releases. Its own messages are dropped before they are
  * parsed (each reader checks the sender).
  */
-import type { Emitter } from "../core/events.js";
-import type { FleetAccounts } from "./fleet-accounts.js";
-import type { FleetMirror } from "./fleet-mirror.js";
-import type { FleetPods } from "./fleet-pods.js";
-import type { FleetWaiters } from "./fleet-waiters.js";
-import type { FleetConnection } from "./redis-connection.js";
+import type { Emitter } from "../../core/events.js";
+import type { FleetAccounts } from "./accounts.js";
+import type { FleetConnection } from "./connection.js";
+import type { FleetMirror } from "./mirror.js";
+import type { FleetPods } from "./pods.js";
+import type { FleetWaiters } from "./waiters.js";
 
 export interface MessageReaders {
   readonly pods: FleetPods;
@@ -19,7 +19,7 @@ export interface MessageReaders {
   readonly replica: string;
   /** Room may have grown: the store's `onChange`. */
   readonly changes: Emitter<void>;
-  /** A settling replica's roll call (`fleet-shares.ts`): heartbeat now. */
+  /** A settling replica's roll call (`redis/shares.ts`): heartbeat now. */
   readonly settle: { readonly channel: string; beat(): void };
 }
 

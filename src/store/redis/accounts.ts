@@ -7,9 +7,9 @@
  * learns while Redis is away is shared when it answers again (`shareLearnedInOutage`), as it
  * stands then.
  */
-import type { SharedAccountState } from "../core/account.js";
-import type { FleetLink, FleetRates } from "./fleet-rates.js";
-import { runScript } from "./redis-scripts.js";
+import type { SharedAccountState } from "../../core/account.js";
+import type { FleetLink, FleetRates } from "./rates.js";
+import { runScript } from "./scripts.js";
 
 export class FleetAccounts {
   /** Accounts whose state changed while Redis was away: shared once it answers. */

@@ -9,8 +9,8 @@
  * replica has already given back. So a grant whose budget has no spare room beyond the pending
  * releases sends them first (`flushFor`); anywhere else the two travel in the same pipeline.
  */
-import type { FleetLink } from "./fleet-rates.js";
-import { runScript } from "./redis-scripts.js";
+import type { FleetLink } from "./rates.js";
+import { runScript } from "./scripts.js";
 
 export class FleetReleases {
   /** Slots given back locally and not yet sent, per budget key. */
@@ -61,7 +61,7 @@ export class FleetReleases {
     const counts = [...this.#pending.values()];
     this.#pending.clear();
     // Not sent while Redis is away (as `RedisStore.give` does): once it answers, the store rewrites
-    // this replica's fields to what it holds (`fleet-resync.ts`), these releases included. A
+    // this replica's fields to what it holds (`redis/resync.ts`), these releases included. A
     // release that fails on the way makes that rewrite due too (`link.failed`).
     if (!this.link.connected()) return Promise.resolve();
     // A release Redis answered NOSCRIPT is re-sent after the grants written behind it: one of them

@@ -17,15 +17,15 @@
  * arrivals still being asked — goes back in the turn's releases.
  */
 
-import type { ArrivalBudget } from "../core/budget.js";
-import { KeyLimitError, StoreUnavailableError } from "../core/errors.js";
-import { INTERACTIVE, type Rank } from "../core/priority.js";
-import { FleetKeyBudget } from "./fleet-key-budget.js";
-import type { FleetMirror } from "./fleet-mirror.js";
-import type { FleetLink } from "./fleet-rates.js";
-import type { FleetReleases } from "./fleet-releases.js";
-import type { FleetResync } from "./fleet-resync.js";
-import { isReplyCode, runScript } from "./redis-scripts.js";
+import type { ArrivalBudget } from "../../core/budget.js";
+import { KeyLimitError, StoreUnavailableError } from "../../core/errors.js";
+import { INTERACTIVE, type Rank } from "../../core/priority.js";
+import { FleetKeyBudget } from "./key-budget.js";
+import type { FleetMirror } from "./mirror.js";
+import type { FleetLink } from "./rates.js";
+import type { FleetReleases } from "./releases.js";
+import type { FleetResync } from "./resync.js";
+import { isReplyCode, runScript } from "./scripts.js";
 
 interface Arrival {
   readonly budget: FleetKeyBudget;
@@ -45,7 +45,7 @@ export interface FleetKeysContext {
   /** Writes back what this replica holds when Redis has forgotten it (the heartbeat). */
   reRegister(): Promise<void>;
   /**
-   * Settling after an outage or a flush (`fleet-shares.ts`): whether `n` more arrivals on the key
+   * Settling after an outage or a flush (`redis/shares.ts`): whether `n` more arrivals on the key
    * stored under `key` (bound `limit`) would take this replica past its share, and when settling ends.
    */
   readonly settling?: {

@@ -7,15 +7,15 @@
  * same interface: `take` becomes one atomic script over every budget on the path, with time from
  * the store, and budgets are found by name so every replica counts against the same key.
  */
-import type { AccountBudget, AccountSettings } from "../core/account.js";
-import type { AdmissionBudget } from "../core/admission.js";
-import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
-import type { Clock } from "../core/clock.js";
-import type { Event } from "../core/events.js";
-import type { Path } from "../core/path.js";
-import type { SharedPodState } from "../core/pod.js";
-import type { Rank } from "../core/priority.js";
-import type { RateBudget, RateUnit } from "../core/rate-budget.js";
+import type { AccountBudget, AccountSettings } from "./account.js";
+import type { AdmissionBudget } from "./admission.js";
+import type { ArrivalBudget, Budget, ConcurrencyBudget } from "./budget.js";
+import type { Clock } from "./clock.js";
+import type { Event } from "./events.js";
+import type { Path } from "./path.js";
+import type { SharedPodState } from "./pod.js";
+import type { Rank } from "./priority.js";
+import type { RateBudget, RateUnit } from "./rate-budget.js";
 
 export interface Store {
   /** What to show in snapshots and `/readyz`: `memory`, or a URL without its password. */

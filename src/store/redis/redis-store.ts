@@ -1,7 +1,7 @@
 /**
  * The fleet store: several processes (gateway replicas, `--workers`, library users) share every
  * budget through Redis, so together they never hold more than a budget's limit. Token and request
- * buckets and accounts' pauses are the metered half (`fleet-rates.ts`, `fleet-accounts.ts`).
+ * buckets and accounts' pauses are the metered half (`redis/rates.ts`, `redis/accounts.ts`).
  *
  * Each process keeps a local mirror of the fleet: its own calls (`inflight`) and what the other
  * replicas held when it last heard (`others`). A grant is two steps. `take` checks and takes the
@@ -9,7 +9,7 @@
  * waits; `confirm` then runs one script over every fleet budget of the path (one round trip,
  * Redis time, all or nothing). A refusal rolls the local take back and refreshes the mirror from
  * the script's answer, so the waiter stays queued until a release somewhere frees room: releases
- * publish the budgets they freed while another replica waits (`fleet-releases.ts`), a replica that
+ * publish the budgets they freed while another replica waits (`redis/releases.ts`), a replica that
  * starts waiting re-reads the fleet, and every heartbeat does (the polling fallback).
  *
  * Crash safety: a replica's counts live under its lease, renewed by a heartbeat every
@@ -19,40 +19,45 @@
  * Store outage (`onStoreError`): `local` divides each fleet limit by `expectedReplicas` and goes on
  * in memory; `open` drops the fleet bound; `closed` refuses with `StoreUnavailableError`. Left at
  * the next good round trip; this replica's fields are then rewritten to what it holds
- * (`fleet-resync.ts`). Per-key bounds: `fleet-keys.ts`.
+ * (`redis/resync.ts`). Per-key bounds: `redis/keys.ts`.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { AccountBudget, AccountSettings } from "../core/account.js";
-import type { AdmissionBudget } from "../core/admission.js";
-import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../core/budget.js";
-import { type Clock, systemClock } from "../core/clock.js";
-import { ConfigError, StoreUnavailableError } from "../core/errors.js";
-import { Emitter, type Event } from "../core/events.js";
-import type { Path } from "../core/path.js";
-import type { SharedPodState } from "../core/pod.js";
-import type { Rank } from "../core/priority.js";
-import type { RateBudget, RateUnit } from "../core/rate-budget.js";
-import { FleetAccounts } from "./fleet-accounts.js";
-import { FleetGrants, grantRequest } from "./fleet-grant.js";
-import { FleetKeys } from "./fleet-keys.js";
-import { FleetMirror } from "./fleet-mirror.js";
-import { FleetOutage } from "./fleet-outage.js";
-import { FleetPods } from "./fleet-pods.js";
-import { type FleetLink, FleetRates, type MeteredPart } from "./fleet-rates.js";
-import { FleetReleases } from "./fleet-releases.js";
-import { FleetResync } from "./fleet-resync.js";
-import { FleetWaiters, type WaitingSource } from "./fleet-waiters.js";
-import { MemoryStore } from "./memory.js";
-import { redactedUrl } from "./redacted-url.js";
-import { type BatchedClient, turnPipelined } from "./redis-batch.js";
-import { type FleetConnection, fleetConnections, startOrClose, subscribeKept } from "./redis-connection.js";
-import { routeMessages } from "./redis-messages.js";
-import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
-import { runScript } from "./redis-scripts.js";
-import type { Store } from "./store.js";
+import type { AccountBudget, AccountSettings } from "../../core/account.js";
+import type { AdmissionBudget } from "../../core/admission.js";
+import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../../core/budget.js";
+import { type Clock, systemClock } from "../../core/clock.js";
+import { ConfigError, StoreUnavailableError } from "../../core/errors.js";
+import { Emitter, type Event } from "../../core/events.js";
+import type { Path } from "../../core/path.js";
+import type { SharedPodState } from "../../core/pod.js";
+import type { Rank } from "../../core/priority.js";
+import type { RateBudget, RateUnit } from "../../core/rate-budget.js";
+import type { Store } from "../../core/store.js";
+import { MemoryStore } from "../memory.js";
+import { FleetAccounts } from "./accounts.js";
+import { type BatchedClient, turnPipelined } from "./batch.js";
+import {
+  type FleetConnection,
+  fleetConnections,
+  redactStoreUrl as redactedUrl,
+  startOrClose,
+  subscribeKept,
+} from "./connection.js";
+import { FleetGrants, grantRequest } from "./grant.js";
+import { FleetKeys } from "./keys.js";
+import { routeMessages } from "./messages.js";
+import { FleetMirror } from "./mirror.js";
+import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
+import { FleetOutage } from "./outage.js";
+import { FleetPods } from "./pods.js";
+import { type FleetLink, FleetRates, type MeteredPart } from "./rates.js";
+import { FleetReleases } from "./releases.js";
+import { FleetResync } from "./resync.js";
+import { runScript } from "./scripts.js";
+import { FleetWaiters, type WaitingSource } from "./waiters.js";
 
-export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./redis-options.js";
+export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
 
 export class RedisStore implements Store {
   readonly description: string;
@@ -102,7 +107,7 @@ export class RedisStore implements Store {
     this.#replicas = options.expectedReplicas ?? 2;
     const tag = `{${prefix}}`;
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
-    this.#settleChannel = `${tag}:settle`; // a settling replica's roll call (`fleet-shares.ts`)
+    this.#settleChannel = `${tag}:settle`; // a settling replica's roll call (`redis/shares.ts`)
     this.#mirror = new FleetMirror(tag, () => this.#changes.emit()); // room grew: look again
     this.#rates = new FleetRates(tag);
     [this.#client, this.#subscriber] = fleetConnections(options.url, this.#ttlMs);
@@ -143,7 +148,7 @@ export class RedisStore implements Store {
     this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, ...own, ...this.#lease });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
-    // Redis ran before the drop runs twice. This replica's fields are rewritten (`fleet-resync.ts`).
+    // Redis ran before the drop runs twice. This replica's fields are rewritten (`redis/resync.ts`).
     this.#client.on("close", () => this.#resync.stale());
     // Back from an outage at once, not at the next heartbeat: until then this replica grants
     // locally while the others already ask a Redis that does not count its calls.
@@ -206,7 +211,7 @@ export class RedisStore implements Store {
 
   arrival(key: string, limit: number, maxRank?: Rank, name = key): ArrivalBudget {
     if (limit >= Number.MAX_SAFE_INTEGER) return this.#local.arrival(key, limit, maxRank, name); // nothing to count
-    return this.#keys.budget(key, limit, maxRank, name); // in flight + queued, fleet-wide (`fleet-keys.ts`)
+    return this.#keys.budget(key, limit, maxRank, name); // in flight + queued, fleet-wide (`redis/keys.ts`)
   }
 
   arrive(key: ArrivalBudget): Promise<void> | undefined {
@@ -397,4 +402,4 @@ export class RedisStore implements Store {
   }
 }
 
-export { redactedUrl } from "./redacted-url.js";
+export { redactStoreUrl as redactedUrl } from "./connection.js";

@@ -1,5 +1,5 @@
 -- Gives back slots on budgets for a replica, never below zero: one call carries every release of
--- an event-loop turn (`fleet-releases.ts`). Tells the other replicas which budgets gained room
+-- an event-loop turn (`redis/releases.ts`). Tells the other replicas which budgets gained room
 -- only when one of them waits (the waiting index, written by advertise.lua): an uncontended
 -- release wakes nobody, and a replica's own waiters are woken in its process, not through Redis.
 -- KEYS[1]       the waiting index ({P}:waiting zset: replica id -> advertisement expiry, Redis ms)
