@@ -38,7 +38,7 @@ import { redispatchable } from "../redispatch.js";
 import { askForStreamUsage, takesStreamOptions } from "../stream-options.js";
 import type { CallTimeouts } from "../upstreams.js";
 import { settledUsage } from "../usage.js";
-import { limitedBody } from "./read-body.js";
+import { forwardedLength, limitedBody } from "./read-body.js";
 
 /** Statuses that are overload signals for the pod's width and breaker (DESIGN §1.3). */
 const OVERLOAD = new Set([502, 503, 504, 529]);
@@ -146,7 +146,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     // A lane reached as a fallback (here or by the Governor at acquire) serves its own model name.
     const body = this.#request;
     this.#body = body === null || lane === ctx.model!.name ? body : withModelName(body, lane);
-    this.#headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, this.#body?.length, ctx.id);
+    const length = forwardedLength(this.#body, ctx.req, gw.bodyLimits.maxBodyBytes);
+    this.#headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, length, ctx.id);
     // A compressed answer hides its usage: a metered call's answer comes as it is (identity).
     if (this.#metered) delete this.#headers["accept-encoding"];
     this.#timeouts = gw.upstreams.timeouts(lane);
