@@ -20,7 +20,7 @@ import type {
   SchedulerHooks,
   WidthEvent,
 } from "./scheduler-events.js";
-import type { Store } from "./store.js";
+import { isFleetStore, type Store } from "./store.js";
 
 export class Grants {
   /** Lanes with at least one waiter: the only ones a pass needs to look at. */
@@ -35,12 +35,12 @@ export class Grants {
     readonly hooks: SchedulerHooks,
     readonly store: Store,
     /**
-     * The store's `commit` and `give` are the memory store's plain in-place counts, so a path of
-     * one concurrency budget (`Path.solo`) is taken and given by that budget directly, the same
-     * `take()`/`give()` without the store's loop over the path. False for any other store (a fleet
-     * store mirrors and confirms every take).
+     * The store's `commit` and `give` are plain in-place counts (`Store.countsInPlace`), so a
+     * path of one concurrency budget (`Path.solo`) is taken and given by that budget directly,
+     * the same `take()`/`give()` without the store's loop over the path. False for any other
+     * store (a fleet store mirrors and confirms every take).
      */
-    readonly inPlace = false,
+    readonly inPlace = store.countsInPlace,
   ) {}
 
   /** Lanes with waiters (read-only view for snapshots and tests). */
@@ -261,7 +261,7 @@ export class Grants {
 
   /** Gives back locally what a take took and the fleet never confirmed. */
   protected rollback(path: Path, cost: number, nowMs: number, from: number): void {
-    if (this.store.rollback !== undefined) this.store.rollback(path, cost, nowMs, from);
+    if (isFleetStore(this.store)) this.store.rollback(path, cost, nowMs, from);
     else this.store.give(path, cost, nowMs, from);
   }
 }

@@ -17,9 +17,23 @@ import type { SharedPodState } from "./pod.js";
 import type { Rank } from "./priority.js";
 import type { RateBudget, RateUnit } from "./rate-budget.js";
 
+/**
+ * What every store implements: the budgets, and taking and giving them. A store shared by several
+ * processes implements `FleetStore` as well; callers tell the two apart with `isFleetStore`.
+ */
 export interface Store {
   /** What to show in snapshots and `/readyz`: `memory`, or a URL without its password. */
   readonly description: string;
+  /** Whether this store is a `FleetStore` (`isFleetStore`): false for one process's store. */
+  readonly fleet: boolean;
+  /**
+   * Whether `commit` and `give` are nothing but the budgets' own in-place counts (the memory
+   * store): the scheduler then takes and gives a path of one concurrency budget (`Path.solo`) on
+   * that budget directly, without the store's loop over the path (`Grants.inPlace`). A store that
+   * does anything more on a take or a give (mirrors it, confirms it, counts it) says false; so
+   * does a subclass of the memory store that overrides either.
+   */
+  readonly countsInPlace: boolean;
   /**
    * The concurrency budget stored under `key` (e.g. `lane:chat`, `group:gb10`), created on first
    * use with display name `name`: one object per key, so a budget listed by several lanes is one
@@ -74,52 +88,64 @@ export interface Store {
   ): void;
   /** Every budget the store holds (snapshots, tests). */
   budgets(): Iterable<Budget | ArrivalBudget>;
+}
+
+/**
+ * A store several processes share (Redis): every grant is confirmed with the fleet before the
+ * caller has its lease, a refused one is rolled back, and the store and the Governor tell each
+ * other about pods' adaptive state, waiters and freed room (`governor/fleet-hooks.ts` wires them,
+ * in one place).
+ */
+export interface FleetStore extends Store {
+  readonly fleet: true;
+  /** `take` and `commit` are local only (`confirm` asks the fleet): never counted in place. */
+  readonly countsInPlace: false;
   /**
-   * A fleet store only: confirms with the fleet what `take` took locally. The scheduler's pass
-   * stays synchronous; the Governor resolves a waiter only once this says yes, and on no rolls
-   * the take back and puts the waiter back in line (`Scheduler.requeue`). Absent = `take` was final.
-   * `cost` is the call's estimate: what it takes from the token and request buckets on the path.
+   * Confirms with the fleet what `take` took locally. The scheduler's pass stays synchronous;
+   * the Governor resolves a waiter only once this says yes, and on no rolls the take back and
+   * puts the waiter back in line (`Scheduler.requeue`). `cost` is the call's estimate: what it takes from the token and request buckets on the path.
    * `effective` is the call's effective class (aging included; default `rank`): the fleet leaves
    * room on the lane for better waiters of other processes before granting it.
    */
-  confirm?(path: Path, rank: Rank, from?: number, cost?: number, effective?: number): Promise<boolean>;
+  confirm(path: Path, rank: Rank, from?: number, cost?: number, effective?: number): Promise<boolean>;
   /**
-   * A fleet store only: takes a bounded key's slot (in flight + queued) in the fleet for a call
-   * that was just admitted, granted or queued (`confirm` follows for a grant). Rejects with the
+   * Takes a bounded key's slot (in flight + queued) in the fleet for a call that was just admitted, granted or queued (`confirm` follows for a grant). Rejects with the
    * refusal — `KeyLimitError` when the other processes hold the rest of the bound,
    * `StoreUnavailableError` under `closed` — and the Governor then ends the call with it before
    * its caller has a lease. Undefined when there is nothing to ask (no bound).
    */
-  arrive?(key: ArrivalBudget): Promise<void> | undefined;
+  arrive(key: ArrivalBudget): Promise<void> | undefined;
   /**
-   * A fleet store only: gives back locally what a refused `confirm` took (its concurrency slots;
-   * `confirm` itself has already given the buckets back and set them to the fleet's levels).
+   * Gives back locally what a refused `confirm` took (its concurrency slots; `confirm` itself has already given the buckets back and set them to the fleet's levels).
    */
-  rollback?(path: Path, cost: number, nowMs: number, from?: number): void;
-  /** A fleet store only: its replica id and whether Redis answers (`connected`, or the outage mode in force). */
-  status?(): { replica: string; mode: "connected" | "local" | "open" | "closed" };
+  rollback(path: Path, cost: number, nowMs: number, from?: number): void;
+  /** Its replica id and whether Redis answers (`connected`, or the outage mode in force). */
+  status(): { replica: string; mode: "connected" | "local" | "open" | "closed" };
   /**
-   * A fleet store only: the clock the Governor schedules on, so what the store reads from Redis
-   * (bucket levels, quota pauses) lands on the scheduler's timeline.
+   * The clock the Governor schedules on, so what the store reads from Redis (bucket levels,
+   * quota pauses) lands on the scheduler's timeline.
    */
-  useClock?(clock: Clock): void;
-  /** A fleet store only: tells the other processes a pod's new adaptive state (a cut, a breaker change). */
-  sharePod?(id: string, state: SharedPodState): void;
+  useClock(clock: Clock): void;
+  /** Tells the other processes a pod's new adaptive state (a cut, a breaker change). */
+  sharePod(id: string, state: SharedPodState): void;
   /**
-   * A fleet store only: the ids of the pods this process serves. The store reads the kept state
-   * of each one it has not met yet (now if started, at start, and at each heartbeat for pods a
-   * reload added), so a process started after a cut or a trip starts from it (`onPodState`).
+   * The ids of the pods this process serves. The store reads the kept state of each one it has
+   * not met yet (now if started, at start, and at each heartbeat for pods a reload added), so a process started after a cut or a trip starts from it (`onPodState`).
    */
-  watchPods?(source: () => Iterable<string>): void;
+  watchPods(source: () => Iterable<string>): void;
   /**
-   * A fleet store only: where this process's waiting calls are counted per lane budget and
-   * effective class, for the advertisement other processes' grants read (priority across them).
+   * Where this process's waiting calls are counted per lane budget and effective class, for the advertisement other processes' grants read (priority across them).
    */
-  watchWaiters?(source: () => Iterable<[Budget, [number, number, number]]>): void;
-  /** A fleet store only: this process's waiters changed (coalesced to one write per event-loop turn). */
-  waitersChanged?(): void;
-  /** A fleet store only: another process changed a pod's adaptive state. */
-  readonly onPodState?: Event<{ id: string; state: SharedPodState }>;
-  /** A fleet store only: other processes may have freed room (re-run a pass). */
-  readonly onChange?: Event<void>;
+  watchWaiters(source: () => Iterable<[Budget, [number, number, number]]>): void;
+  /** This process's waiters changed (coalesced to one write per event-loop turn). */
+  waitersChanged(): void;
+  /** Another process changed a pod's adaptive state. */
+  readonly onPodState: Event<{ id: string; state: SharedPodState }>;
+  /** Other processes may have freed room (re-run a pass). */
+  readonly onChange: Event<void>;
+}
+
+/** Whether `store` is shared by a fleet: the one test callers make (never for single members). */
+export function isFleetStore(store: Store): store is FleetStore {
+  return store.fleet;
 }

@@ -29,7 +29,7 @@ import { waitState } from "../core/wait-state.js";
 import { MemoryStore } from "../store/memory.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
-import { wireFleetHooks } from "./fleet-hooks.js";
+import { type FleetHooks, wireFleetHooks } from "./fleet-hooks.js";
 import { keyRateLimits } from "./key-budgets.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
@@ -65,6 +65,8 @@ export class Governor {
   readonly #replica = `${hostname()}:${process.pid}`;
   readonly #timer: WakeTimer;
   readonly #waiters: Waiters;
+  /** A fleet store's hooks (fleet-hooks.ts); null with one process's store. */
+  readonly #fleet: FleetHooks | null;
   #closed = false;
   readonly #breakerChanges = new Emitter<BreakerEvent>();
   readonly #idle = new Signal(); // who waits for the last admitted request to leave
@@ -86,26 +88,16 @@ export class Governor {
     this.#clock = resolved.clock ?? systemClock;
     this.#random = resolved.random ?? Math.random;
     this.#store = resolved.store ?? new MemoryStore();
-    this.#store.useClock?.(this.#clock);
+    // Counted in place (`Grants.inPlace`) when the store says its commit and give are plain counts.
     this.#scheduler = new Scheduler(
       {
         granted: (t) => this.#waiters.granted(t),
         rejected: (t, error) => this.#waiters.settle(t, error),
       },
-      this.#store, // counted in place (Grants.inPlace) when its commit and give are the memory store's:
-      this.#store.commit === MemoryStore.prototype.commit && this.#store.give === MemoryStore.prototype.give,
+      this.#store,
     );
     this.#timer = new WakeTimer(this.#clock, this.#scheduler);
     this.#waiters = new Waiters(this.#clock, this.#scheduler, this.#timer, this.#store);
-    // A fleet store shares pods' state, advertises waiters and wakes them (fleet-hooks.ts).
-    wireFleetHooks({
-      store: this.#store,
-      clock: this.#clock,
-      scheduler: this.#scheduler,
-      timer: this.#timer,
-      waiters: this.#waiters,
-      registry: () => this.#registry,
-    });
     this.onGrant = this.#scheduler.onGrant.event;
     this.onRelease = this.#scheduler.onRelease.event;
     this.onRefusal = this.#scheduler.onRefusal.event;
@@ -118,8 +110,15 @@ export class Governor {
       (lane, pod, t) => this.#onBreaker(lane, pod, t),
       () => this.#clock.now(),
     );
-    // A fleet store reads the pods' kept state (a cut, an open breaker) when it first meets them.
-    this.#store.watchPods?.(() => this.#registry.pods.keys());
+    // A fleet store shares pods' state, advertises waiters and wakes them (fleet-hooks.ts).
+    this.#fleet = wireFleetHooks({
+      store: this.#store,
+      clock: this.#clock,
+      scheduler: this.#scheduler,
+      timer: this.#timer,
+      waiters: this.#waiters,
+      registry: this.#registry,
+    });
   }
 
   /**
@@ -393,7 +392,7 @@ export class Governor {
   }
 
   #onBreaker(lane: string, pod: Pod, t: BreakerTransition): void {
-    this.#store.sharePod?.(pod.id, pod.shared(this.#clock.now()));
+    this.#fleet?.sharePod(pod);
     if (this.#breakerChanges.size > 0)
       this.#breakerChanges.emit({ lane, pod: pod.id, from: t.from, to: t.to });
   }

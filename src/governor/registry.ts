@@ -32,7 +32,7 @@ import {
   tenantSnapshot,
   withoutFleetCounts,
 } from "../core/snapshot.js";
-import type { Store } from "../core/store.js";
+import { isFleetStore, type Store } from "../core/store.js";
 import { syncFlows, type TenantFlows } from "./flows.js";
 import { syncKeyBudgets, tenantBudgetKey, tenantOf } from "./key-budgets.js";
 import { passThroughLease } from "./pass-through.js";
@@ -275,7 +275,7 @@ export class Registry {
    * a fleet store refuses them rather than keep them in one process only.
    */
   #refuseFleetShares(o: { tpmShares?: unknown; rpmShares?: unknown }, path: string): void {
-    if (this.store.status === undefined) return;
+    if (!isFleetStore(this.store)) return;
     for (const key of ["tpmShares", "rpmShares"] as const)
       if (o[key] !== undefined)
         throw new ConfigError(
@@ -346,10 +346,9 @@ function podSpecs(options: ResolvedOptions): Map<string, PodSpec> {
 }
 
 function storeSnapshot(store: Store): NonNullable<Snapshot["store"]> {
-  const status = store.status?.();
-  return status === undefined
-    ? { description: store.description, mode: "memory" }
-    : { description: store.description, mode: status.mode, replica: status.replica };
+  if (!isFleetStore(store)) return { description: store.description, mode: "memory" };
+  const status = store.status();
+  return { description: store.description, mode: status.mode, replica: status.replica };
 }
 
 /** Makes `map` hold exactly the names of `wanted`, each made (or changed in place) by `make`. */

@@ -8,7 +8,7 @@
  * line at its place (the store's mirror now knows the room is taken, so the next pass skips it
  * until a release somewhere frees it); a store that is down with the `closed` policy refuses the
  * call with its `StoreUnavailableError`. A call with a bounded key also has its key's slot taken
- * in the fleet when it arrives (`Store.arrive`); a refusal there ends the call with it, before
+ * in the fleet when it arrives (`FleetStore.arrive`); a refusal there ends the call with it, before
  * its caller has a lease.
  */
 import { channel } from "node:diagnostics_channel";
@@ -17,7 +17,7 @@ import type { Ticket } from "../core/lease.js";
 import { classifyOutcome, type FailureInput } from "../core/outcome.js";
 import { effectiveRank } from "../core/priority.js";
 import type { Scheduler } from "../core/scheduler.js";
-import type { Store } from "../core/store.js";
+import { type FleetStore, isFleetStore, type Store } from "../core/store.js";
 import type { WakeTimer } from "./timer.js";
 
 const grantChannel = channel("sluice:lease:grant");
@@ -32,16 +32,21 @@ export class Waiters {
   /** The fleet refused a key's slot while the call's grant was being confirmed: ended at the answer. */
   readonly #keyRefused = new Map<Ticket, unknown>();
 
+  /** The store when a fleet shares it (every grant is confirmed), else null (grants are final). */
+  readonly fleet: FleetStore | null;
+
   constructor(
     readonly clock: Clock,
     readonly scheduler: Scheduler,
     readonly timer: WakeTimer,
-    readonly store: Store,
-  ) {}
+    store: Store,
+  ) {
+    this.fleet = isFleetStore(store) ? store : null;
+  }
 
   /** Whether every grant waits for the fleet to confirm it. */
   get confirming(): boolean {
-    return this.store.confirm !== undefined;
+    return this.fleet !== null;
   }
 
   /**
@@ -50,8 +55,8 @@ export class Waiters {
    * until Redis confirms (the advertisement does not flap while a grant is asked).
    */
   granted(t: Ticket, waited = true): void {
-    if (this.store.confirm === undefined) this.settle(t, undefined);
-    else this.#confirm(t, waited);
+    if (this.fleet === null) this.settle(t, undefined);
+    else this.#confirm(this.fleet, t, waited);
   }
 
   /**
@@ -60,7 +65,7 @@ export class Waiters {
    * the call ends with that refusal.
    */
   arrived(t: Ticket, granted: boolean): void {
-    const asked = t.key === null ? undefined : this.store.arrive?.(t.key);
+    const asked = t.key === null ? undefined : this.fleet?.arrive(t.key);
     if (asked !== undefined) {
       this.#arriving.set(t, asked);
       asked.then(
@@ -72,7 +77,7 @@ export class Waiters {
       );
     }
     if (granted) this.granted(t, false);
-    else this.store.waitersChanged?.();
+    else this.fleet?.waitersChanged();
   }
 
   #refuseKey(t: Ticket, error: unknown): void {
@@ -114,7 +119,7 @@ export class Waiters {
 
   /** Settles the caller's promise: the lease, or the refusal. */
   settle(t: Ticket, error: unknown): void {
-    this.store.waitersChanged?.(); // one waiter fewer (granted, refused, aborted, timed out)
+    this.fleet?.waitersChanged(); // one waiter fewer (granted, refused, aborted, timed out)
     const hook = t.abort;
     if (hook !== null) {
       hook.detach?.();
@@ -155,7 +160,7 @@ export class Waiters {
     // that ends between two readings would be seen by neither (issue 14).
     const now = this.clock.now();
     const result = this.scheduler.redispatch(t, outcome, now);
-    if (result === "dispatched" && this.store.confirm !== undefined) return this.#confirmPod(t);
+    if (result === "dispatched" && this.fleet !== null) return this.#confirmPod(this.fleet, t);
     if (result !== "queued") {
       this.timer.arm(now);
       return Promise.resolve(result === "dispatched");
@@ -168,11 +173,11 @@ export class Waiters {
       if (this.scheduler.cancel(t, now)) this.settle(t, signal.reason);
     } else if (signal !== undefined) this.listenForAbort(t, signal);
     this.timer.arm(now);
-    this.store.waitersChanged?.();
+    this.fleet?.waitersChanged();
     return waiting;
   }
 
-  #confirm(t: Ticket, waited: boolean): void {
+  #confirm(fleet: FleetStore, t: Ticket, waited: boolean): void {
     // `admit` may grant an arrival in its own pass (the hook) and then report it granted: one ask.
     if (this.#asking.has(t)) return;
     this.#asking.add(t);
@@ -182,9 +187,9 @@ export class Waiters {
     const effective = effectiveRank(t.rank, t.arrivedAt, now, t.laneRef.settings.agingMs);
     if (waited) {
       this.confirmingNow.add(t);
-      this.store.waitersChanged?.(); // still waiting: counted until the fleet says yes
+      fleet.waitersChanged(); // still waiting: counted until the fleet says yes
     }
-    this.store.confirm!(path, t.rank, 0, t.tokens, effective).then(
+    fleet.confirm(path, t.rank, 0, t.tokens, effective).then(
       (ok) => {
         this.#asking.delete(t);
         this.confirmingNow.delete(t);
@@ -193,7 +198,7 @@ export class Waiters {
         const signal = t.abort?.signal;
         if (!ok) {
           this.scheduler.requeue(t, now);
-          if (!waited) this.store.waitersChanged?.(); // an arrival refused by the fleet waits now
+          if (!waited) fleet.waitersChanged(); // an arrival refused by the fleet waits now
           // An abort while the fleet was asked found nothing to cancel (the ticket was granted):
           // honour it now, or the requeued waiter would outlive its caller.
           // A key refusal heard while the grant was asked ends it now, as an abort does.
@@ -219,11 +224,11 @@ export class Waiters {
   }
 
   /** A re-dispatch took another pod locally: confirm the pod's part with the fleet. */
-  async #confirmPod(t: Ticket): Promise<boolean> {
+  async #confirmPod(fleet: FleetStore, t: Ticket): Promise<boolean> {
     const path = t.path!;
     let ok: boolean;
     try {
-      ok = await this.store.confirm!(path, t.rank, path.podStart, t.tokens);
+      ok = await fleet.confirm(path, t.rank, path.podStart, t.tokens);
     } catch {
       ok = false;
     }

@@ -12,6 +12,9 @@ import type { Store } from "../core/store.js";
 
 export class MemoryStore implements Store {
   readonly description = "memory";
+  readonly fleet = false;
+  /** `commit` and `give` below are the budgets' own counts: a solo path skips the loop (`Grants.inPlace`). */
+  readonly countsInPlace: boolean = true;
   readonly #concurrency = new Map<string, ConcurrencyBudget>();
   readonly #arrival = new Map<string, ArrivalBudget>();
   readonly #admission = new Map<string, AdmissionBudget>();

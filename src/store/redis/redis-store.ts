@@ -33,7 +33,7 @@ import type { Path } from "../../core/path.js";
 import type { SharedPodState } from "../../core/pod.js";
 import type { Rank } from "../../core/priority.js";
 import type { RateBudget, RateUnit } from "../../core/rate-budget.js";
-import type { Store } from "../../core/store.js";
+import type { FleetStore } from "../../core/store.js";
 import { MemoryStore } from "../memory.js";
 import { FleetAccounts } from "./accounts.js";
 import { type BatchedClient, turnPipelined } from "./batch.js";
@@ -59,8 +59,10 @@ import { FleetWaiters, type WaitingSource } from "./waiters.js";
 
 export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
 
-export class RedisStore implements Store {
+export class RedisStore implements FleetStore {
   readonly description: string;
+  readonly fleet = true;
+  readonly countsInPlace = false; // every take is mirrored and confirmed
   readonly replica: string;
   readonly #local = new MemoryStore();
   readonly #mirror: FleetMirror;
