@@ -29,10 +29,10 @@ describe("docs/architecture.md", () => {
 
   test("its Redis scripts are the ones in src/store/redis/lua, and so is their count", () => {
     const row =
-      /\| `redis-scripts\.ts`, `lua\/\*\.lua` \| one `\.lua` file per operation, (\d+) in all \(([^)]*)\)/.exec(
+      /\| `scripts\.ts`, `lua\/\*\.lua` \| one `\.lua` file per operation, (\d+) in all \(([^)]*)\)/.exec(
         DOC,
       );
-    assert.ok(row, "the redis-scripts row states a count and lists the scripts");
+    assert.ok(row, "the scripts row states a count and lists the scripts");
     const listed = row[2]!.split(",").map((s) => s.trim());
     const onDisk = readdirSync("src/store/redis/lua")
       .filter((f) => f.endsWith(".lua") && !f.startsWith("_"))
