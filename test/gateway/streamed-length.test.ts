@@ -2,7 +2,8 @@
  * Issue 26: a body the gateway streams through (its lane known before the body is read) goes to
  * the pod with the length its client declared, not re-framed as chunked. Chunked, each call cost
  * the pod a chunk parser and the gateway one more socket write (the terminating chunk's). An
- * upload the client itself sent chunked stays chunked: there is no length to give.
+ * upload the client itself sent chunked stays chunked: there is no length to give. A body whose
+ * bytes had all arrived is taken whole, so a re-dispatch sends it again, every byte.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -83,6 +84,75 @@ describe("a streamed body upstream", SUITE, () => {
     assert.equal(received.headers["content-length"], undefined);
     assert.equal(received.headers["transfer-encoding"], "chunked");
     assert.equal(received.body, part + part);
+    await assertNothingLeft(stack);
+  });
+});
+
+describe("a streamed body taken whole, re-dispatched", SUITE, () => {
+  let gone: RawPod;
+  let pod: RawPod;
+  let stack: Stack;
+  let releaseHeld: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => {
+    releaseHeld = resolve;
+  });
+
+  before(async () => {
+    gone = await startRawPod(() => undefined);
+    pod = await startRawPod((_req, res, call) => {
+      const answer = () => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": 11 });
+        res.end('{"pages":1}');
+      };
+      if (call.body === "hold") void held.then(answer);
+      else answer();
+    });
+    // The first pod of `ocr` (the one an idle lane picks first) refuses connections: a call
+    // never starts there. One admission slot: a call on `hold` keeps `ocr`'s call queued (its
+    // bytes arrive while it waits, so it is taken whole) until the test lets it go.
+    await gone.close();
+    stack = await startStack({
+      sims: [],
+      config: () => ({
+        admission: { max_concurrency: 1, max_queued: 4 },
+        models: [model("hold", [pod.url]), model("ocr", [gone.url, pod.url], { queue_limit: 4 })],
+      }),
+    });
+  });
+  after(async () => {
+    await stack.close();
+    await pod.close();
+  });
+
+  const upload = (lane: string, body: string) =>
+    [
+      "POST /v1/ocr HTTP/1.1",
+      "Host: gateway",
+      "Content-Type: application/octet-stream",
+      `X-Sluice-Model: ${lane}`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      "",
+      body,
+    ].join("\r\n");
+
+  test("reaches the live pod once with every byte and its length", async () => {
+    const first = await rawConnect(stack.port, upload("hold", "hold"));
+    await waitFor("the held call at the pod", () => pod.calls.length === 1);
+    const body = "scanned page ".repeat(300);
+    const raw = await rawConnect(stack.port, upload("ocr", body));
+    const ocr = () => stack.gateway.governor.snapshot().lanes.find((l) => l.lane === "ocr")!;
+    await waitFor("the ocr call queued", () => ocr().queued === 1);
+    releaseHeld();
+    await waitFor("the whole answer", () => completeAnswer(raw.received()));
+    await waitFor("the held answer", () => completeAnswer(first.received()));
+    raw.socket.destroy();
+    first.socket.destroy();
+    const answer = parseRaw(raw.received());
+    assert.equal(answer.status, 200, answer.body);
+    const reached = pod.calls.filter((c) => c.id === answer.headers["x-sluice-request-id"]);
+    assert.equal(reached.length, 1, "one attempt reached the live pod");
+    assert.equal(reached[0]!.headers["content-length"], String(Buffer.byteLength(body)));
+    assert.equal(reached[0]!.body, body);
     await assertNothingLeft(stack);
   });
 });

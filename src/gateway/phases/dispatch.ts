@@ -23,7 +23,6 @@
  * promise per chunk, and backpressure by pausing the upstream read (STYLE: a lean request path).
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import type { FailureInput } from "../../core/outcome.js";
@@ -38,7 +37,7 @@ import { redispatchable } from "../redispatch.js";
 import { askForStreamUsage, takesStreamOptions } from "../stream-options.js";
 import type { CallTimeouts } from "../upstreams.js";
 import { settledUsage } from "../usage.js";
-import { forwardedLength, limitedBody } from "./read-body.js";
+import { forwardedLength, StreamedBody } from "./read-body.js";
 
 /** Statuses that are overload signals for the pod's width and breaker (DESIGN §1.3). */
 const OVERLOAD = new Set([502, 503, 504, 529]);
@@ -87,6 +86,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #metered: boolean;
   /** The body sent: {@link #request}, with the fallback's model name on a fallback lane. */
   #body: Buffer | null = null;
+  /** A body not buffered for the lane: taken whole if it has all arrived, else streamed. */
+  readonly #streamed: StreamedBody;
   #headers!: Record<string, string | string[]>;
   #timeouts!: CallTimeouts;
   /** The pod of the attempt under way (a re-dispatch changes the lease's). */
@@ -129,6 +130,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     // The rewritten body replaces the client's: one copy of a large body is held, not two.
     if (sent !== null) ctx.body = sent.body;
     this.#request = ctx.body;
+    this.#streamed = new StreamedBody(ctx.req, gw.bodyLimits);
     this.#strip = sent?.strip ?? false;
     this.#useLease(ctx.lease!);
     ctx.res.on("close", this.#onClose);
@@ -164,14 +166,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#responseHeaders = null;
     this.#started = false;
     this.#sentAt = performance.now();
-    const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
     target.pool.dispatch(
       {
         path: target.basePath + ctx.path,
         method: ctx.req.method as Dispatcher.HttpMethod,
         headers: this.#headers,
-        // undici accepts an async iterable body; its typings list only Readable.
-        body: this.#body ?? (limitedBody(ctx.req, maxBodyBytes, bodyTimeoutMs) as unknown as Readable),
+        body: this.#body ?? this.#streamed.body(),
         headersTimeout: this.#timeouts.headersTimeout,
         bodyTimeout: this.#timeouts.bodyTimeout,
       },
@@ -199,7 +199,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.result.status = status;
     this.result.ttfbMs = performance.now() - this.#sentAt;
     this.#responseHeaders = headers;
-    if (this.#body !== null && redispatchable(this.gw.models.get(this.#lease.lane), this.#pod, status)) {
+    const resendable = this.#body ?? this.#streamed.taken;
+    if (resendable !== null && redispatchable(this.gw.models.get(this.#lease.lane), this.#pod, status)) {
       // The pod's config says this answer means it did not run the call: read it, then
       // re-dispatch if the budget allows.
       this.#held = new HeldAnswer(status, headers);
@@ -319,7 +320,7 @@ class Exchange implements Dispatcher.DispatchHandler {
    * nowhere to go and the lease has ended with `failure`.
    */
   async #elsewhere(failure: FailureInput): Promise<boolean> {
-    if (this.#body === null) {
+    if (this.#body === null && this.#streamed.taken === null) {
       this.#lease.failed(failure); // a body streamed through cannot be sent twice
       return false;
     }

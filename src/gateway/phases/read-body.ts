@@ -14,6 +14,7 @@
  * {@link limitedBody}.
  */
 import type { IncomingMessage } from "node:http";
+import type { Readable } from "node:stream";
 import type { BufferBudget } from "../buffer-budget.js";
 import type { GatewayParts, RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
@@ -291,6 +292,44 @@ class BodyChunks {
     this.#filled = 0;
     this.#size = 0;
   }
+}
+
+/**
+ * A body the gateway does not buffer for its lane, as each attempt sends it. A small upload comes
+ * in the request's first packets and waits in the request's buffer while the call queues: all its
+ * declared bytes there at the send, it is taken whole and goes upstream as one buffer in the
+ * request's first write (and again, unchanged, on a re-dispatch or fallback). Streaming it cost an
+ * async iteration on each side and a timer per call (issue 26: the queue path's CPU). Anything
+ * still arriving streams through {@link limitedBody}.
+ */
+export class StreamedBody {
+  #arrived: Buffer | null = null;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly limits: { maxBodyBytes: number; bodyTimeoutMs: number },
+  ) {}
+
+  /** The body taken whole at a send, which a re-dispatch may send again; null while none was. */
+  get taken(): Buffer | null {
+    return this.#arrived;
+  }
+
+  body(): Buffer | Readable {
+    if (this.#arrived === null) this.#arrived = takeArrived(this.req, this.limits.maxBodyBytes);
+    if (this.#arrived !== null) return this.#arrived;
+    const { maxBodyBytes, bodyTimeoutMs } = this.limits;
+    // undici accepts an async iterable body; its typings list only Readable.
+    return limitedBody(this.req, maxBodyBytes, bodyTimeoutMs) as unknown as Readable;
+  }
+}
+
+/** The whole body when every declared byte is in `req`'s buffer and none was read yet; else null. */
+function takeArrived(req: IncomingMessage, maxBodyBytes: number): Buffer | null {
+  const declared = declaredLength(req, maxBodyBytes);
+  if (declared === null || declared === 0 || req.readableFlowing === true) return null;
+  if (req.readableLength !== declared) return null;
+  return req.read() as Buffer | null;
 }
 
 /**
