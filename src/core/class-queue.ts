@@ -56,6 +56,11 @@ export class ClassQueue<T extends QueueNode> {
   #maxEnqueued = Number.NEGATIVE_INFINITY;
   live = 0;
   #pushes = 0;
+  /**
+   * The part of each flow's weight this replica serves here, for flows that wait on other
+   * replicas of a fleet too (absent: 1); null when none does. Set from the fleet's answer.
+   */
+  #portions: ReadonlyMap<Flow, number> | null = null;
   /** The waiter `charge` was last called for, and its list, until its removal. */
   #charged: T | null = null;
   #chargedList: FlowList<T> | null = null;
@@ -157,9 +162,23 @@ export class ClassQueue<T extends QueueNode> {
   charge(node: T): void {
     if (this.#fair === null) return;
     const list = this.#listHolding(node);
-    this.#fair.charge(list);
+    this.#fair.charge(list, this.#portions?.get(list.flow) ?? 1);
     this.#charged = node; // the removal that follows finds its list here
     this.#chargedList = list;
+  }
+
+  /** Sets the part of each flow's weight served here (flows absent from `portions`: all of it). */
+  setPortions(portions: ReadonlyMap<Flow, number>): void {
+    this.#portions = portions.size === 0 ? null : portions;
+  }
+
+  /** The flows with waiters here and how many each has (the anonymous flow as `ANONYMOUS`). */
+  *flowCounts(): Iterable<[Flow, number]> {
+    if (this.#fair === null) {
+      if (this.anon.live > 0) yield [ANONYMOUS, this.anon.live];
+      return;
+    }
+    for (const list of this.#fair.flows) yield [list.flow, list.live];
   }
 
   /** Every waiter, oldest first (O(n log n) while flows share the class). */

@@ -197,12 +197,14 @@ export class FairQueue<S extends FlowState> {
 
   /**
    * `s`'s next waiter is being served: virtual time moves to its tag, and the flow's following
-   * waiter starts one grant's worth later, `1 / weight`. The caller then takes the waiter out
-   * (its flow moves to its new place, or leaves).
+   * waiter starts one grant's worth later, `1 / (weight × portion)`. `portion` (0..1, default 1)
+   * is the part of the flow's weight this queue serves: with a fleet store, a flow waiting on k
+   * replicas is served 1/k of its weight on each (store/redis/flow-advert.ts). The caller then
+   * takes the waiter out (its flow moves to its new place, or leaves).
    */
-  charge(s: S): void {
+  charge(s: S, portion = 1): void {
     if (s.vstart > this.#vnow) this.#vnow = s.vstart;
-    s.vstart += 1 / s.flow.weight;
+    s.vstart += 1 / (s.flow.weight * portion);
     s.turn = this.#turns++;
     if (s.fairAt >= 0) this.#heap.update(s);
   }

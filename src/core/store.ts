@@ -12,6 +12,7 @@ import type { AdmissionBudget } from "./admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "./budget.js";
 import type { Clock } from "./clock.js";
 import type { Event } from "./events.js";
+import type { LaneWaiting } from "./lane-waiting.js";
 import type { Path } from "./path.js";
 import type { SharedPodState } from "./pod.js";
 import type { Rank } from "./priority.js";
@@ -134,9 +135,11 @@ export interface FleetStore extends Store {
    */
   watchPods(source: () => Iterable<string>): void;
   /**
-   * Where this process's waiting calls are counted per lane budget and effective class, for the advertisement other processes' grants read (priority across them).
+   * Where this process's waiting calls are counted per lane budget and effective class, with
+   * the flows waiting in each, for the advertisement other processes' grants read (priority and
+   * weighted fair shares across them, lane-waiting.ts).
    */
-  watchWaiters(source: () => Iterable<[Budget, [number, number, number]]>): void;
+  watchWaiters(source: () => Iterable<LaneWaiting>): void;
   /** This process's waiters changed (coalesced to one write per event-loop turn). */
   waitersChanged(): void;
   /** Another process changed a pod's adaptive state. */

@@ -77,6 +77,20 @@ export class WaitQueue<T extends QueueNode> {
     return this.#classes[rank].waiting();
   }
 
+  /** The flows with waiters of own class `rank`, and how many each has. */
+  flowCounts(rank: Rank): Iterable<[Flow, number]> {
+    return this.#classes[rank].flowCounts();
+  }
+
+  /**
+   * The part of each flow's weight this queue serves in own class `rank` (absent: all of it): a
+   * fleet store sets it for flows that wait on other replicas too, so the fleet as a whole serves
+   * each flow by its weight once (store/redis/flow-advert.ts).
+   */
+  setPortions(rank: Rank, portions: ReadonlyMap<Flow, number>): void {
+    this.#classes[rank].setPortions(portions);
+  }
+
   /** The waiter that has waited longest in this queue (earliest enqueue): the next deadline. */
   get earliestEnqueued(): T | null {
     if (this.#byEnqueue !== null) return this.#byEnqueue.first;

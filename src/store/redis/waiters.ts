@@ -16,17 +16,19 @@
  * replica renews its lease before then, and the look only finds the lease moved on.
  */
 import type { Budget } from "../../core/budget.js";
+import { ANONYMOUS, type Flow } from "../../core/fair-queue.js";
 import type { Lane } from "../../core/lane.js";
+import type { ClassCounts, FlowCounts, LaneWaiting } from "../../core/lane-waiting.js";
 import type { Ticket } from "../../core/lease.js";
 import { effectiveRank, type Rank } from "../../core/priority.js";
+import { LaneAdvert } from "./flow-advert.js";
 import type { FleetLink } from "./rates.js";
 import { runScript } from "./scripts.js";
 
-/** Waiters per effective class (interactive, default, bulk) on one lane budget. */
-export type ClassCounts = [number, number, number];
+export type { ClassCounts } from "../../core/lane-waiting.js";
 
 /** Where the counts come from: the Governor's lanes and the grants it is confirming. */
-export type WaitingSource = () => Iterable<[Budget, ClassCounts]>;
+export type WaitingSource = () => Iterable<LaneWaiting>;
 
 /** How long after a lease's end (Redis time) the look at the fleet goes: past it, not at it. */
 const LEASE_END_MARGIN_MS = 5;
@@ -93,14 +95,19 @@ export class FleetWaiters {
   async write(all: boolean): Promise<void> {
     const source = this.#source;
     if (source === null || !this.link.connected()) return;
-    const now = new Map<string, string>();
-    for (const [budget, counts] of source()) {
-      const key = this.keyOf(budget);
-      if (key === undefined || counts[0] + counts[1] + counts[2] === 0) continue;
-      const old = now.get(key);
-      const sum = old === undefined ? counts : sumOf(old, counts);
-      now.set(key, sum.join(" "));
+    const adverts = new Map<string, LaneAdvert>();
+    for (const waiting of source()) {
+      const key = this.keyOf(waiting.budget);
+      if (key === undefined) continue;
+      let advert = adverts.get(key);
+      if (advert === undefined) {
+        advert = new LaneAdvert();
+        adverts.set(key, advert);
+      }
+      advert.add(waiting);
     }
+    const now = new Map<string, string>();
+    for (const [key, advert] of adverts) if (!advert.empty) now.set(key, advert.encode());
     const keys: string[] = [];
     const values: string[] = [];
     for (const [key, value] of now)
@@ -126,8 +133,11 @@ export class FleetWaiters {
     );
     if (started) this.reRead();
     try {
-      const answer = (await sent) as [number, number];
+      const answer = (await sent) as [number, number, string[]?];
       if (now.size > 0) this.#lookAtLeaseEnd(Number(answer[1]));
+      // The portions of this replica's flows that wait elsewhere too (flow-advert.ts).
+      const spreads = answer[2] ?? [];
+      for (let i = 0; i < keys.length; i++) adverts.get(keys[i]!)?.applySpreads(String(spreads[i] ?? ""));
     } catch {
       // Not written: the next write sends these again (the heartbeat writes all of them).
       this.#sent.clear();
@@ -157,43 +167,62 @@ export class FleetWaiters {
   }
 }
 
-function sumOf(text: string, counts: ClassCounts): ClassCounts {
-  const [a = 0, b = 0, c = 0] = text.split(" ").map(Number);
-  return [a + counts[0], b + counts[1], c + counts[2]];
-}
-
 /**
- * What a replica waits for on each lane's budget, per effective class (aging included): queued
- * calls, plus the grants still being confirmed with the fleet (they wait until Redis says yes,
- * and counting them keeps the advertisement steady while a grant is asked).
+ * What a replica waits for on each lane's budget, per effective class (aging included), and the
+ * flows those waiters belong to: queued calls, plus the grants still being confirmed with the
+ * fleet (they wait until Redis says yes, and counting them keeps the advertisement steady while a
+ * grant is asked).
  */
 export function* waitingByLane(
   lanes: Iterable<Lane<Ticket>>,
   confirming: Iterable<Ticket>,
   nowMs: number,
-): Iterable<[Budget, ClassCounts]> {
-  const pending = new Map<Lane<Ticket>, ClassCounts>();
+): Iterable<LaneWaiting> {
+  const pending = new Map<Lane<Ticket>, { counts: ClassCounts; flows: FlowCounts }>();
   for (const t of confirming) {
-    const counts = pending.get(t.laneRef) ?? [0, 0, 0];
-    counts[effectiveRank(t.rank, t.arrivedAt, nowMs, t.laneRef.settings.agingMs)]! += 1;
-    pending.set(t.laneRef, counts);
+    let p = pending.get(t.laneRef);
+    if (p === undefined) {
+      p = { counts: [0, 0, 0], flows: noFlows() };
+      pending.set(t.laneRef, p);
+    }
+    const eff = effectiveRank(t.rank, t.arrivedAt, nowMs, t.laneRef.settings.agingMs);
+    p.counts[eff]! += 1;
+    bump(p.flows[eff]!, t.flow ?? ANONYMOUS, 1);
   }
   for (const lane of lanes) {
-    const counts = pending.get(lane) ?? [0, 0, 0];
+    const { counts, flows } = pending.get(lane) ?? { counts: [0, 0, 0], flows: noFlows() };
     const queue = lane.queue;
     if (queue.size === 0 && counts[0] + counts[1] + counts[2] === 0) continue;
     for (let r = 0; r <= 2; r++) {
       const rank = r as Rank;
+      if (queue.count(rank) === 0) continue;
       let aged = 0;
+      let agedOf: Map<Flow, number> | null = null;
       // Each class's list is in arrival order, so its aged waiters are a prefix of it.
       for (const n of queue.waiting(rank)) {
         const eff = effectiveRank(n.rank, n.arrivedAt, nowMs, lane.settings.agingMs);
         if (eff === rank) break;
         counts[eff]! += 1;
         aged++;
+        const flow = n.flow ?? ANONYMOUS;
+        bump(flows[eff]!, flow, 1);
+        agedOf ??= new Map();
+        bump(agedOf, flow, 1);
       }
       counts[rank] += queue.count(rank) - aged;
+      for (const [flow, n] of queue.flowCounts(rank)) {
+        const left = n - (agedOf?.get(flow) ?? 0);
+        if (left > 0) bump(flows[rank], flow, left);
+      }
     }
-    yield [lane.budget, counts];
+    yield { budget: lane.budget, counts, flows, queue };
   }
+}
+
+function noFlows(): FlowCounts {
+  return [new Map(), new Map(), new Map()];
+}
+
+function bump(into: Map<Flow, number>, flow: Flow, n: number): void {
+  into.set(flow, (into.get(flow) ?? 0) + n);
 }

@@ -127,48 +127,140 @@ local function settled_level(level, delta, unused, ceiling, cap)
   return nxt
 end
 
--- Waiters the other live replicas advertise on a lane budget ({P}:w:<budget> hash: replica id ->
--- "interactive default bulk" counts, effective classes), summed per class: { interactive,
--- default, bulk }; and, per class, how many of those replicas have a waiter of that class or a
--- better one (their rivals for a call of the class: fair_share). Fields of dead replicas are
--- dropped on the way, like their counts.
-local function waiting_by_class(replicas_key, key, replica, now)
-  local fields = redis.call('HGETALL', key)
-  local counts = { 0, 0, 0 }
-  local rivals = { 0, 0, 0 }
-  for i = 1, #fields, 2 do
-    local other = fields[i]
-    if other ~= replica then
-      if alive(replicas_key, other, now) then
-        local class = 1
-        local waits = false
-        for n in string.gmatch(fields[i + 1], '%d+') do
-          if class <= 3 then
-            counts[class] = counts[class] + tonumber(n)
-            waits = waits or tonumber(n) > 0
-            if waits then rivals[class] = rivals[class] + 1 end
-          end
-          class = class + 1
-        end
-      else
-        redis.call('HDEL', key, other)
+-- A waiters field's value (store/redis/flow-advert.ts): the counts per effective class on the
+-- first line, "interactive default bulk", then one line per flow waiting there, "<class> <weight>
+-- <token>" (class 0 = interactive; token: the flow's URI-encoded name, '@anon' for calls with no
+-- key, '@rest' for the flows past the advertisement's cap). Returns { counts = { i, d, b },
+-- flows = { { class (1-based), weight, token } } }.
+local function parse_waiters(value)
+  local entry = { counts = { 0, 0, 0 }, flows = {} }
+  local first = true
+  for line in string.gmatch(value, '[^\n]+') do
+    if first then
+      local class = 1
+      for n in string.gmatch(line, '%d+') do
+        if class <= 3 then entry.counts[class] = tonumber(n) end
+        class = class + 1
       end
+      first = false
+    else
+      local class, weight, token = string.match(line, '^(%d) (%S+) (%S+)$')
+      local w = tonumber(weight)
+      if class and w and w > 0 then entry.flows[#entry.flows + 1] = { tonumber(class) + 1, w, token } end
     end
   end
-  return counts, rivals
+  return entry
 end
 
--- Fairness within a class across replicas (issue 22): while `rivals` other replicas wait on a
--- lane with calls of class `rank` or better, a replica holds at most an equal share of the
--- lane's `limit` for this call, rounded up (so the shares together never leave a slot idle).
--- Without it, the replica whose call ended granted its own next waiter before the other
--- replicas heard of the release, and whoever held the slots kept them. An interactive call is
--- never held back: a waiter advertised as interactive may be a bulk call aged there, which
--- cannot use the interactive reserve, so room left for it could stay idle.
-local function fair_share(limit, rivals, rank)
+-- The live replicas' fields of a waiters hash ({P}:w:<budget>), parsed, each with its `id`; this
+-- replica's own is `mine` (an empty one when it has not advertised there yet). Fields of dead
+-- replicas are dropped on the way, like their counts.
+local function lane_entries(replicas_key, key, replica, now)
+  local fields = redis.call('HGETALL', key)
+  local entries = {}
+  local mine = nil
+  for i = 1, #fields, 2 do
+    local id = fields[i]
+    if id == replica then
+      mine = parse_waiters(fields[i + 1])
+    elseif alive(replicas_key, id, now) then
+      local entry = parse_waiters(fields[i + 1])
+      entry.id = id
+      entries[#entries + 1] = entry
+    else
+      redis.call('HDEL', key, id)
+    end
+  end
+  mine = mine or parse_waiters('')
+  mine.id = replica
+  return entries, mine
+end
+
+-- Weighted fair queuing across replicas (issue 24): the flows that wait on the lane in `class`
+-- (1-based) or a better one, per replica. A flow waiting on k replicas counts 1/k of its weight
+-- on each. A replica whose field names no flow there but counts waiters (or this replica, before
+-- its advertisement is in) counts as one flow of weight 1 of its own, and so do the flows past
+-- the cap ('@rest', their weights added up): unnamed, they cannot be matched across replicas.
+-- Returns spread (token -> on how many replicas it waits), weight (token -> its weight), and
+-- the tokens of `mine`.
+local function flow_spreads(entries, mine, class)
+  local spread, weight = {}, {}
+  local my_tokens = nil
+  local function visit(e)
+    local seen, list, waits = {}, {}, 0
+    for k = 1, class do waits = waits + e.counts[k] end
+    for _, f in ipairs(e.flows) do
+      if f[1] <= class then
+        local token = f[3]
+        if token == '@rest' then token = '@rest:' .. e.id end
+        if not seen[token] then
+          seen[token] = true
+          list[#list + 1] = token
+          spread[token] = (spread[token] or 0) + 1
+        end
+        if weight[token] == nil or f[2] > weight[token] then weight[token] = f[2] end
+      end
+    end
+    if #list == 0 and (waits > 0 or e == mine) then
+      local token = '@own:' .. e.id
+      list[1] = token
+      spread[token] = 1
+      weight[token] = 1
+    end
+    return list
+  end
+  for _, e in ipairs(entries) do visit(e) end
+  my_tokens = visit(mine)
+  return spread, weight, my_tokens
+end
+
+-- This replica's part of the lane for a call of `class` (1-based) while others wait: the weights
+-- it serves (each flow's 1/k) over the weights of every flow waiting there, in (0, 1].
+local function lane_part(entries, mine, class)
+  local spread, weight, my_tokens = flow_spreads(entries, mine, class)
+  local total, own = 0, 0
+  for token, w in pairs(weight) do total = total + w end
+  for _, token in ipairs(my_tokens) do own = own + weight[token] / spread[token] end
+  if total <= 0 then return 1 end
+  return own / total
+end
+
+-- Waiters the other live replicas advertise on a lane budget, summed per class: { interactive,
+-- default, bulk }; per class, how many of those replicas have a waiter of that class or a better
+-- one (their rivals for a call of the class: fair_share); and per class this replica's part of
+-- the lane's weights (lane_part; 1 for interactive, never held back).
+local function waiting_by_class(replicas_key, key, replica, now)
+  local entries, mine = lane_entries(replicas_key, key, replica, now)
+  local counts = { 0, 0, 0 }
+  local rivals = { 0, 0, 0 }
+  for _, e in ipairs(entries) do
+    local waits = false
+    for class = 1, 3 do
+      counts[class] = counts[class] + e.counts[class]
+      waits = waits or e.counts[class] > 0
+      if waits then rivals[class] = rivals[class] + 1 end
+    end
+  end
+  local parts = { 1, 1, 1 }
+  for class = 2, 3 do
+    if rivals[class] > 0 then parts[class] = lane_part(entries, mine, class) end
+  end
+  return counts, rivals, parts
+end
+
+-- Fairness within a class across replicas (issues 22 and 24): while `rivals` other replicas wait
+-- on a lane with calls of class `rank` or better, a replica holds at most its part of the lane's
+-- `limit` for this call — the weights of the flows it serves there over all the waiting flows'
+-- (lane_part), rounded up (so the parts together never leave a slot idle). With every flow
+-- anonymous or of one weight on its own replica that is an equal share per replica. Without it,
+-- the replica whose call ended granted its own next waiter before the other replicas heard of
+-- the release, and whoever held the slots kept them. An interactive call is never held back: a
+-- waiter advertised as interactive may be a bulk call aged there, which cannot use the
+-- interactive reserve, so room left for it could stay idle.
+local function fair_share(limit, rivals, rank, parts)
   local n = rivals[rank + 1]
   if n == 0 or rank == 0 then return limit end
-  return math.ceil(limit / (n + 1))
+  return math.min(limit, math.ceil(limit * parts[rank + 1] - 1e-9))
 end
 
 -- Of `counts` (waiting_by_class), the waiters of a class strictly better than `rank` (0 = interactive).

@@ -14,8 +14,13 @@
 -- left room for those waiters, or held back at its fair share while they waited, looks again. Dead replicas' fields are ignored (and dropped) by the grant script;
 -- their index entries expire here.
 -- Returns { how many hashes went down, ms until the soonest lease of another live replica ends
---           (-1 when there is none) }: a waiting replica looks at the fleet again then, so the
---           slots of a replica that died are taken up as its lease ends, not a heartbeat later.
+--           (-1 when there is none): a waiting replica looks at the fleet again then, so the
+--           slots of a replica that died are taken up as its lease ends, not a heartbeat later;
+--           then per hash written, this replica's flows that wait on other live replicas too
+--           (issue 24, flow-advert.ts): lines "<class> <replicas> <token>", class 0 =
+--           interactive, replicas counting where the flow waits in that class or a better one;
+--           '' for none }. The replica's fair queue serves such a flow at 1/replicas of its
+--           weight, as the grant scripts count it in its part of the lane (lane_part).
 local index = KEYS[1]
 local replica = ARGV[1]
 local ttl = tonumber(ARGV[3])
@@ -27,14 +32,29 @@ if ARGV[4] == '1' then
 else
   redis.call('ZREM', index, replica)
 end
-local function total(counts)
+local function total(value)
   local sum = 0
-  if counts then
-    for n in string.gmatch(counts, '%d+') do sum = sum + tonumber(n) end
+  if value then
+    -- The counts are the first line; the flows' lines follow (parse_waiters).
+    for n in string.gmatch(string.match(value, '^[^\n]*'), '%d+') do sum = sum + tonumber(n) end
   end
   return sum
 end
+-- This replica's flows on a lane that wait on other live replicas too, and on how many.
+local function spreads(key)
+  local entries, mine = lane_entries(KEYS[2], key, replica, now)
+  if #entries == 0 then return '' end
+  local lines = {}
+  for class = 1, 3 do
+    local spread, _, my_tokens = flow_spreads(entries, mine, class)
+    for _, token in ipairs(my_tokens) do
+      if spread[token] > 1 then lines[#lines + 1] = (class - 1) .. ' ' .. spread[token] .. ' ' .. token end
+    end
+  end
+  return table.concat(lines, '\n')
+end
 local fewer = {}
+local shared = {}
 for i = 3, #KEYS do
   local old = redis.call('HGET', KEYS[i], replica)
   local new = ARGV[i + 2]
@@ -45,6 +65,7 @@ for i = 3, #KEYS do
     redis.call('PEXPIRE', KEYS[i], ttl)
   end
   if total(new) < total(old) then fewer[#fewer + 1] = KEYS[i] .. ' ' .. total(new) end
+  if new == '' then shared[i - 2] = '' else shared[i - 2] = spreads(KEYS[i]) end
 end
 if ARGV[2] ~= '' and #fewer > 0 then
   redis.call('PUBLISH', ARGV[2], replica .. '\n' .. table.concat(fewer, '\n'))
@@ -58,4 +79,4 @@ for i = 1, #leases, 2 do
     break
   end
 end
-return { #fewer, soonest }
+return { #fewer, soonest, shared }

@@ -18,7 +18,7 @@ local replicas_key = KEYS[1]
 local replica = ARGV[1]
 local now = now_ms()
 if not alive(replicas_key, replica, now) then return unknown_replica() end
-local total, mine, taken, classes, rivals = {}, {}, {}, {}, {}
+local total, mine, taken, classes, rivals, parts = {}, {}, {}, {}, {}, {}
 local answers = {}
 local a = 3
 for g = 1, tonumber(ARGV[2]) do
@@ -28,9 +28,9 @@ for g = 1, tonumber(ARGV[2]) do
   local better = 0
   local share = tonumber(ARGV[a + 2])
   if w > 0 then
-    if classes[w] == nil then classes[w], rivals[w] = waiting_by_class(replicas_key, KEYS[w], replica, now) end
+    if classes[w] == nil then classes[w], rivals[w], parts[w] = waiting_by_class(replicas_key, KEYS[w], replica, now) end
     better = better_than(classes[w], rank)
-    share = fair_share(tonumber(ARGV[a + 2]), rivals[w], rank)
+    share = fair_share(tonumber(ARGV[a + 2]), rivals[w], rank, parts[w])
   end
   local reply = { 1 }
   local full = 0

@@ -39,9 +39,9 @@ local full = 0
 local better = 0
 local share = tonumber(ARGV[4])
 if ranked and c > 0 then
-  local counts, rivals = waiting_by_class(replicas_key, KEYS[#KEYS], replica, now)
+  local counts, rivals, parts = waiting_by_class(replicas_key, KEYS[#KEYS], replica, now)
   better = better_than(counts, rank)
-  share = fair_share(tonumber(ARGV[4]), rivals, rank)
+  share = fair_share(tonumber(ARGV[4]), rivals, rank, parts)
 end
 for i = 1, c do
   local key = KEYS[i + 1]
