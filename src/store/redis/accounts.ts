@@ -9,7 +9,7 @@
  */
 import type { SharedAccountState } from "../../core/account.js";
 import type { FleetLink, FleetRates } from "./rates.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 
 export class FleetAccounts {
   /** Accounts whose state changed while Redis was away: shared once it answers. */
@@ -30,9 +30,9 @@ export class FleetAccounts {
       return;
     }
     if (state.quotaLeftMs > 0)
-      runScript(link.client, "pause", [this.rates.pauseKey(key)], [Math.ceil(state.quotaLeftMs)]).catch(() =>
-        link.failed(),
-      );
+      script
+        .pause(link.client, this.rates.pauseKey(key), Math.ceil(state.quotaLeftMs))
+        .catch(() => link.failed());
     link.client
       .publish(this.channel, `${link.replica}\n${key}\n${JSON.stringify(state)}`)
       .catch(() => link.failed());

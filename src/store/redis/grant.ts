@@ -5,20 +5,11 @@
  * other replicas advertise). The argument layouts are the scripts' headers'.
  */
 import type { MeteredPart } from "./rates.js";
-import { isReplyCode, runScript, type ScriptClient } from "./scripts.js";
+import type { GrantAnswer, GrantRequest } from "./script-calls.js";
+import * as script from "./script-calls.js";
+import { isReplyCode, type ScriptClient } from "./scripts.js";
 
-/** What one grant asks Redis. */
-export interface GrantRequest {
-  replicasKey: string;
-  replica: string;
-  /** The path's concurrency budget keys, and each one's limit for this call. */
-  keys: readonly string[];
-  limits: readonly number[];
-  metered: MeteredPart | null;
-  /** The lane's waiters hash when the lane's part is asked for, and the call's effective class. */
-  waitKey: string | undefined;
-  effective: number;
-}
+export type { GrantAnswer, GrantRequest } from "./script-calls.js";
 
 /**
  * The grant request of a path's fleet part, built field by field. Not `{ ...part, ...lease }`:
@@ -47,31 +38,16 @@ export function grantRequest(
   };
 }
 
-/** Runs the grant script; its answer as the script returns it. */
-export function runGrant(client: ScriptClient, g: GrantRequest): Promise<unknown[]> {
-  const { metered, waitKey } = g;
-  if (metered === null && waitKey === undefined)
-    return runScript(client, "grant", [g.replicasKey, ...g.keys], [g.replica, ...g.limits]) as Promise<
-      unknown[]
-    >;
-  const keys = [g.replicasKey, ...g.keys, ...(metered?.keys ?? [])];
-  const args = [
-    g.replica,
-    g.keys.length,
-    metered?.buckets.length ?? 0,
-    ...g.limits,
-    ...(metered?.args ?? []),
-  ];
-  if (waitKey !== undefined) {
-    keys.push(waitKey);
-    args.push(g.effective);
-  }
-  return runScript(client, "grant-path", keys, args) as Promise<unknown[]>;
+/** Runs the grant's script: `grant.lua` for concurrency budgets alone, else `grant-path.lua`. */
+export function runGrant(client: ScriptClient, g: GrantRequest): Promise<GrantAnswer> {
+  return g.metered === null && g.waitKey === undefined
+    ? script.grant(client, g)
+    : script.grantPath(client, g);
 }
 
 interface Asked {
   readonly request: GrantRequest;
-  resolve(reply: unknown[]): void;
+  resolve(answer: GrantAnswer): void;
   reject(error: unknown): void;
 }
 
@@ -94,7 +70,7 @@ export class FleetGrants {
   ) {}
 
   /** `ask`; when Redis has forgotten this replica, once more after it re-registered. */
-  askKnown(request: GrantRequest): Promise<unknown[]> {
+  askKnown(request: GrantRequest): Promise<GrantAnswer> {
     // Not an async function: its frame would be one more object per grant (docs/bench-fleet.md).
     return this.ask(request).catch(async (error: unknown) => {
       if (this.reRegister === undefined || !isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
@@ -104,7 +80,7 @@ export class FleetGrants {
   }
 
   /** One grant's answer, as `runGrant` gives it. */
-  ask(request: GrantRequest): Promise<unknown[]> {
+  ask(request: GrantRequest): Promise<GrantAnswer> {
     if (request.metered !== null) return runGrant(this.client, request);
     return new Promise((resolve, reject) => {
       if (this.#asked.push({ request, resolve, reject }) === 1) this.schedule();
@@ -120,30 +96,18 @@ export class FleetGrants {
       runGrant(this.client, asked[0]!.request).then(asked[0]!.resolve, asked[0]!.reject);
       return;
     }
-    const first = asked[0]!.request;
-    const keys = [first.replicasKey];
-    const index = new Map<string, number>();
-    const indexOf = (key: string): number => {
-      let i = index.get(key);
-      if (i === undefined) {
-        i = keys.push(key);
-        index.set(key, i);
-      }
-      return i;
-    };
-    const args: (string | number)[] = [first.replica, asked.length];
-    for (const { request: r } of asked) {
-      args.push(r.keys.length);
-      for (let i = 0; i < r.keys.length; i++) args.push(indexOf(r.keys[i]!), r.limits[i]!);
-      args.push(r.waitKey === undefined ? 0 : indexOf(r.waitKey), r.effective);
-    }
-    runScript(this.client, "grant-many", keys, args).then(
-      (answers) => {
-        for (let i = 0; i < asked.length; i++) asked[i]!.resolve((answers as unknown[][])[i]!);
-      },
-      (error: unknown) => {
-        for (const a of asked) a.reject(error);
-      },
-    );
+    script
+      .grantMany(
+        this.client,
+        asked.map((a) => a.request),
+      )
+      .then(
+        (answers) => {
+          for (let i = 0; i < asked.length; i++) asked[i]!.resolve(answers[i]!);
+        },
+        (error: unknown) => {
+          for (const a of asked) a.reject(error);
+        },
+      );
   }
 }

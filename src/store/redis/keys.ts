@@ -25,7 +25,8 @@ import type { FleetMirror } from "./mirror.js";
 import type { FleetLink } from "./rates.js";
 import type { FleetReleases } from "./releases.js";
 import type { FleetResync } from "./resync.js";
-import { isReplyCode, runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
+import { isReplyCode } from "./scripts.js";
 
 interface Arrival {
   readonly budget: FleetKeyBudget;
@@ -127,17 +128,19 @@ export class FleetKeys {
       while (budgets.some((b, i) => settling.holds(keys[i]!, b.limit, counts.get(b)!)))
         await settling.settled();
     if (!link.connected()) return this.#unreached(asked, counts, keys);
-    const args = budgets.flatMap((b) => [counts.get(b)!, b.limit]);
-    const run = () =>
-      runScript(link.client, "arrive", [this.context.replicasKey, ...keys], [link.replica, ...args]);
+    const request = {
+      ...{ replicasKey: this.context.replicasKey, replica: link.replica, keys },
+      ...{ asked: budgets.map((b) => counts.get(b)!), bounds: budgets.map((b) => b.limit) },
+    };
+    const run = () => script.arrive(link.client, request);
     resync.sent();
-    let reply: Array<[number, number]>;
+    let reply: script.ArriveAnswer[];
     try {
-      reply = (await run().catch(async (error: unknown) => {
+      reply = await run().catch(async (error: unknown) => {
         if (!isReplyCode(error, "SLUICE_UNKNOWN_REPLICA")) throw error;
         await this.context.reRegister();
         return run();
-      })) as Array<[number, number]>;
+      });
     } catch {
       link.failed();
       resync.answered();
@@ -145,10 +148,10 @@ export class FleetKeys {
     }
     const taken = new Map<FleetKeyBudget, number>();
     budgets.forEach((b, i) => {
-      const [granted, others] = reply[i]!;
-      b.others = Number(others);
-      taken.set(b, Number(granted));
-      this.context.mirror.confirmed([keys[i]!], Number(granted));
+      const { taken: granted, others } = reply[i]!;
+      b.others = others;
+      taken.set(b, granted);
+      this.context.mirror.confirmed([keys[i]!], granted);
       this.#answered(b, counts.get(b)!);
     });
     resync.answered();

@@ -12,6 +12,7 @@ import { INTERACTIVE, type Rank } from "../../core/priority.js";
 import { HoldBack } from "./holdback.js";
 import { FleetKeyBudget } from "./key-budget.js";
 import { freedBy } from "./releases.js";
+import type { LaneAnswer } from "./script-calls.js";
 
 /** The part of a path the fleet shares, from a start on (`FleetMirror.#shape`). */
 interface PathShape {
@@ -159,16 +160,16 @@ export class FleetMirror {
   }
 
   /**
-   * A lane grant's answer (`reply`, ranked: its last two are the better waiters of other replicas
-   * and the lane's limit less this replica's fair share): a refusal leaves room for those waiters,
+   * A lane grant's answer (`lane`: the better waiters of other replicas and the lane's limit less
+   * this replica's fair share): a refusal leaves room for those waiters,
    * and any answer keeps this replica's passes within its share (`HoldBack`), so it neither
    * refuses in a loop nor takes the room it leaves.
    */
-  laneAnswer(key: string, reply: readonly unknown[], granted: boolean): void {
+  laneAnswer(key: string, lane: LaneAnswer, granted: boolean): void {
     const budget = this.#byKey.get(key);
     if (budget === undefined) return;
-    if (!granted) this.#hold.ahead(key, budget, Number(reply.at(-2)));
-    this.#hold.floor(key, budget, Number(reply.at(-1)));
+    if (!granted) this.#hold.ahead(key, budget, lane.better);
+    this.#hold.floor(key, budget, lane.beyondShare);
   }
 
   /**

@@ -12,6 +12,7 @@ import type { FleetStatus, OnStoreError } from "./options.js";
 import type { FleetLink, FleetRates, MeteredPart } from "./rates.js";
 import type { FleetReleases } from "./releases.js";
 import type { FleetResync } from "./resync.js";
+import type { HeartbeatAnswer } from "./script-calls.js";
 import { FleetShares } from "./shares.js";
 
 /** What entering and leaving an outage touches. */
@@ -99,9 +100,9 @@ export class FleetOutage {
    * the others' calls are not all counted again yet either: the shares hold until they are.
    * Returns true when settling ended (a pass must run).
    */
-  heard(keys: readonly string[], reply: readonly unknown[], reRegistered: boolean): boolean {
+  heard(keys: readonly string[], reply: HeartbeatAnswer, reRegistered: boolean): boolean {
     if (reRegistered && this.parts.policy !== "open") this.shares.settle();
-    return this.shares.heard(keys, reply[keys.length + 3], reply[keys.length + 2], Number(reply[1]));
+    return this.shares.heard(keys, reply.each, reply.live, reply.redisNowMs);
   }
 
   /** A round trip got through: leaves the outage, if in one. */

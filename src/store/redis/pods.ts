@@ -9,7 +9,7 @@ import { Emitter, type Event } from "../../core/events.js";
 import type { SharedPodState } from "../../core/pod.js";
 import { splitMessage } from "./accounts.js";
 import type { FleetLink } from "./rates.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 
 /** How long a pod's state is kept without a new write: long past any cooldown or pause. */
 const KEEP_MS = 24 * 3600_000;
@@ -39,12 +39,16 @@ export class FleetPods {
     if (!link.connected()) return;
     this.#own.add(id); // this replica's own state is newer than anything kept
     const json = JSON.stringify(state);
-    runScript(
-      link.client,
-      "pod-share",
-      [this.#key(id)],
-      [json, this.channel, `${link.replica}\n${id}\n${json}`, KEEP_MS],
-    ).catch(() => link.failed());
+    const message = `${link.replica}\n${id}\n${json}`;
+    script
+      .podShare(link.client, {
+        key: this.#key(id),
+        state: json,
+        channel: this.channel,
+        message,
+        keepMs: KEEP_MS,
+      })
+      .catch(() => link.failed());
   }
 
   /** The pods this replica serves; `load` reads those not met yet (only new ones cost a round trip). */
@@ -72,24 +76,22 @@ export class FleetPods {
     const fresh = [...this.#source()].filter((id) => !this.#loaded.has(id) && !this.#own.has(id));
     if (fresh.length === 0 || !this.link.connected()) return;
     for (const id of fresh) this.#loaded.add(id);
-    let reply: unknown[];
+    let kept: script.KeptPodState[];
     try {
-      reply = (await runScript(
+      kept = await script.podStates(
         this.link.client,
-        "pod-states",
         fresh.map((id) => this.#key(id)),
-        [],
-      )) as unknown[];
+      );
     } catch {
       for (const id of fresh) this.#loaded.delete(id); // read again at the next call
       this.link.failed();
       return;
     }
     fresh.forEach((id, i) => {
-      const json = reply[2 * i];
-      if (typeof json !== "string" || this.#own.has(id)) return;
+      const { json, ageMs } = kept[i]!;
+      if (json === null || this.#own.has(id)) return;
       try {
-        this.#states.emit({ id, state: aged(JSON.parse(json) as SharedPodState, Number(reply[2 * i + 1])) });
+        this.#states.emit({ id, state: aged(JSON.parse(json) as SharedPodState, ageMs) });
       } catch {
         // A malformed kept state is ignored: the pod starts from its configuration.
       }

@@ -20,7 +20,7 @@ import type { AccountBudget } from "../../core/account.js";
 import type { Path } from "../../core/path.js";
 import { INTERACTIVE, type Rank } from "../../core/priority.js";
 import { RateBudget } from "../../core/rate-budget.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 
 /** The metered part of one call's path: what the grant script checks beside the concurrency budgets. */
 export interface MeteredPart {
@@ -154,15 +154,14 @@ export class FleetRates {
   }
 
   /**
-   * The grant script answered for `part`, from index `offset` on: each bucket's fleet level, then
-   * each pause's ms left. The call's amounts are no longer pending (they are in the fleet's levels
-   * if it was granted, never taken if not), and the mirror follows: level = fleet level − what is
-   * still pending here.
+   * The grant script answered for `part`: each bucket's fleet level, and each pause's ms left.
+   * The call's amounts are no longer pending (they are in the fleet's levels if it was granted,
+   * never taken if not), and the mirror follows: level = fleet level − what is still pending here.
    */
-  confirmed(part: MeteredPart | null, reply: readonly unknown[], offset: number, nowMs: number): void {
+  confirmed(part: MeteredPart | null, answer: script.GrantAnswer, nowMs: number): void {
     if (part === null) return;
     this.#answered(part);
-    this.#absorb(part.buckets, part.paused, reply, offset, nowMs);
+    this.#absorb(part.buckets, part.paused, answer, nowMs);
   }
 
   /** A grant confirmed without Redis (`local`, `open`): its local take stands, owed to the fleet. */
@@ -225,19 +224,12 @@ export class FleetRates {
       return;
     }
     const id = s.id ?? `${this.#run}:${++this.#sent}`;
-    const args = [
-      id,
-      SETTLED_KEPT_MS,
-      ...s.buckets.flatMap((b, i) => [
-        this.#capacity(b),
-        s.deltas[i]!,
-        s.unused[i]!,
-        s.lags[i]!,
-        s.spent[i]!,
-      ]),
-    ];
-    runScript(link.client, "settle", [`${this.tag}:settled:${link.replica}`, ...s.keys], args).then(
-      (levels) => this.#sync(s.buckets, levels as unknown[], 0, link.now()),
+    const rows = s.buckets.map(
+      (b, i) => [this.#capacity(b), s.deltas[i]!, s.unused[i]!, s.lags[i]!, s.spent[i]!] as const,
+    );
+    const appliedKey = `${this.tag}:settled:${link.replica}`;
+    script.settle(link.client, { appliedKey, id, keptMs: SETTLED_KEPT_MS, keys: s.keys, rows }).then(
+      (levels) => this.#sync(s.buckets, levels, link.now()),
       () => {
         link.failed();
         this.#uncertain.push({ ...s, id, unused: s.deltas.map((d) => Math.max(0, d)) });
@@ -246,21 +238,26 @@ export class FleetRates {
   }
 
   /** Every bucket and pause this process knows, for the heartbeat's resync (`levels.lua`). */
-  all(): { keys: string[]; caps: number[]; buckets: RateBudget[]; paused: AccountBudget[] } {
-    const keys: string[] = [];
-    const buckets = this.#buckets((key) => keys.push(key));
+  all(): {
+    bucketKeys: string[];
+    caps: number[];
+    pauseKeys: string[];
+    buckets: RateBudget[];
+    paused: AccountBudget[];
+  } {
+    const bucketKeys: string[] = [];
+    const buckets = this.#buckets((key) => bucketKeys.push(key));
     const caps = buckets.map((b) => this.#capacity(b));
     const paused = [...this.#accounts.keys()];
-    keys.push(...paused.map((a) => this.pauseKey(this.#accounts.get(a)!)));
-    return { keys, caps, buckets, paused };
+    const pauseKeys = paused.map((a) => this.pauseKey(this.#accounts.get(a)!));
+    return { bucketKeys, caps, pauseKeys, buckets, paused };
   }
 
   /** Re-reads the fleet's buckets and pauses into the local mirror (the heartbeat's resync). */
   async refresh(link: FleetLink): Promise<void> {
     const known = this.all();
-    if (known.keys.length === 0) return;
-    const reply = (await runScript(link.client, "levels", known.keys, known.caps)) as unknown[];
-    this.#absorb(known.buckets, known.paused, reply, 0, link.now());
+    if (known.bucketKeys.length === 0 && known.pauseKeys.length === 0) return;
+    this.#absorb(known.buckets, known.paused, await script.levels(link.client, known), link.now());
   }
 
   /** Redis is unreachable under `local`: each bucket keeps 1 ÷ `replicas` of its capacity here. */
@@ -308,17 +305,16 @@ export class FleetRates {
     });
   }
 
-  /** Levels of `buckets` from `offset` on, then ms left of each of `paused`'s pauses. */
+  /** The fleet's levels of `buckets`, and ms left of each of `paused`'s pauses. */
   #absorb(
     buckets: readonly RateBudget[],
     paused: readonly AccountBudget[],
-    reply: readonly unknown[],
-    offset: number,
+    fleet: script.LevelsAnswer,
     nowMs: number,
   ): void {
-    this.#sync(buckets, reply, offset, nowMs);
+    this.#sync(buckets, fleet.levels, nowMs);
     paused.forEach((account, p) => {
-      const left = Number(reply[offset + buckets.length + p] ?? 0);
+      const left = fleet.pausesLeftMs[p] ?? 0;
       if (left > 0) account.quotaUntil = Math.max(account.quotaUntil, nowMs + left);
     });
   }
@@ -329,9 +325,9 @@ export class FleetRates {
     });
   }
 
-  #sync(buckets: readonly RateBudget[], reply: readonly unknown[], offset: number, nowMs: number): void {
+  #sync(buckets: readonly RateBudget[], levels: readonly number[], nowMs: number): void {
     buckets.forEach((bucket, j) => {
-      const level = Number(reply[offset + j]);
+      const level = levels[j]!;
       if (Number.isFinite(level)) bucket.sync(level - (this.#pending.get(bucket) ?? 0), nowMs);
     });
   }

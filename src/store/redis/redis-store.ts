@@ -44,7 +44,7 @@ import {
   startOrClose,
   subscribeKept,
 } from "./connection.js";
-import { FleetGrants, grantRequest } from "./grant.js";
+import { FleetGrants, type GrantAnswer, grantRequest } from "./grant.js";
 import { FleetKeys } from "./keys.js";
 import { routeMessages } from "./messages.js";
 import { FleetMirror } from "./mirror.js";
@@ -54,7 +54,7 @@ import { FleetPods } from "./pods.js";
 import { type FleetLink, FleetRates, type MeteredPart } from "./rates.js";
 import { FleetReleases } from "./releases.js";
 import { FleetResync } from "./resync.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 import { FleetWaiters, type WaitingSource } from "./waiters.js";
 
 export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
@@ -270,7 +270,7 @@ export class RedisStore implements FleetStore {
     // refuses, look again (nothing else would: the slot was freed here already).
     const unsent = this.#releases.holds(fleet.keys);
     const given = this.#releases.given;
-    let reply: unknown[];
+    let reply: GrantAnswer;
     this.#resync.sent();
     try {
       reply = await this.#grants.askKnown(grantRequest(fleet, this.#lease, metered, effective));
@@ -284,12 +284,11 @@ export class RedisStore implements FleetStore {
       );
     }
     this.#outage.ok();
-    const granted = (reply[0] as number) > 0;
-    this.#rates.confirmed(metered, reply, 1 + fleet.keys.length, this.#clock.now());
-    const others = reply.slice(1, 1 + fleet.keys.length) as number[];
-    this.#mirror.setOthers(fleet.budgets, others, fleet.keys, heard); // room grew: it looks again
-    // Better waiters elsewhere, this replica's fair share (last in a ranked answer): leave their room.
-    if (fleet.waitKey !== undefined) this.#mirror.laneAnswer(fleet.keys[0]!, reply, granted);
+    const granted = reply.granted;
+    this.#rates.confirmed(metered, reply, this.#clock.now());
+    this.#mirror.setOthers(fleet.budgets, reply.others, fleet.keys, heard); // room grew: it looks again
+    // Better waiters elsewhere, this replica's fair share (asked with the lane's waiters): leave their room.
+    if (reply.lane !== null) this.#mirror.laneAnswer(fleet.keys[0]!, reply.lane, granted);
     if (!granted) {
       const gave = unsent || this.#releases.given !== given;
       // A release heard while it was asked ran its pass while this call held its local take: look again.
@@ -356,25 +355,23 @@ export class RedisStore implements FleetStore {
     const { keys, counts, budgets } = this.#mirror.all();
     const heard = this.#mirror.heard(keys);
     // This replica's fields are exact after the script: written back now, or nothing failed since.
-    const exact = rewrite !== undefined || this.#resync.exact ? 1 : 0; // `{P}:synced`
+    const exact = rewrite !== undefined || this.#resync.exact; // `{P}:synced`
     try {
-      const reply = (await runScript(
-        this.#batched,
-        "heartbeat",
-        [this.#lease.replicasKey, ...keys],
-        [this.replica, this.#ttlMs, ...counts, rewrite === undefined ? 0 : 1, exact],
-      )) as unknown[];
+      const reply = await script.heartbeat(this.#batched, {
+        ...{ replicasKey: this.#lease.replicasKey, replica: this.replica, ttlMs: this.#ttlMs },
+        ...{ keys, counts, rewrite: rewrite !== undefined, exact },
+      });
       const wasDown = this.#outage.mode !== "connected";
       this.#outage.ok();
       if (rewrite !== undefined) this.#resync.done(rewrite, true);
       // The polling fallback: room freed by a lost release message or an expired lease is seen
       // here at the latest, and every full heartbeat looks at the waiters (no waiter outwaits one).
-      this.#mirror.setOthers(budgets, reply.slice(2) as number[], keys, heard); // room grew: it looks again
-      const settled = this.#outage.heard(keys, reply, reply[0] === 1 && this.#registered);
+      this.#mirror.setOthers(budgets, reply.others, keys, heard); // room grew: it looks again
+      const settled = this.#outage.heard(keys, reply, reply.reRegistered && this.#registered);
       this.#registered = true;
       if (full)
         await Promise.all([this.#rates.refresh(this.#link), this.#waiters.write(true), this.#pods.load()]);
-      if (wasDown || reply[0] === 1 || full || settled) this.#changes.emit();
+      if (wasDown || reply.reRegistered || full || settled) this.#changes.emit();
     } catch {
       this.#outage.failed();
       if (rewrite !== undefined) this.#resync.done(rewrite, false);

@@ -10,7 +10,7 @@
  * releases sends them first (`flushFor`); anywhere else the two travel in the same pipeline.
  */
 import type { FleetLink } from "./rates.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 
 export class FleetReleases {
   /** Slots given back locally and not yet sent, per budget key. */
@@ -66,16 +66,14 @@ export class FleetReleases {
     if (!this.link.connected()) return Promise.resolve();
     // A release Redis answered NOSCRIPT is re-sent after the grants written behind it: one of them
     // may have been refused for this very room, and nothing else would wake its waiter. Look again.
-    return runScript(
-      this.link.client,
-      "release",
-      [this.indexKey, ...keys],
-      [this.link.replica, this.channel, ...counts],
-      () => this.link.changed(),
-    ).then(
-      () => {},
-      () => this.link.failed(),
-    );
+    const { indexKey, channel } = this;
+    const release = { indexKey, replica: this.link.replica, channel, keys, counts };
+    return script
+      .release(this.link.client, release, () => this.link.changed())
+      .then(
+        () => {},
+        () => this.link.failed(),
+      );
   }
 }
 

@@ -72,19 +72,19 @@ export class FleetShares {
 
   /**
    * A heartbeat's answer: each budget of `keys` with the other replicas' counts (`each`), and the
-   * other live replicas with their exact-marks (`live`: id, ms, id, ms…), at Redis time `now`.
+   * other live replicas with their exact-marks (`live`: id and ms), at Redis time `now`.
    * Returns true when settling ended with it (the waiters held back may go now).
    */
-  heard(keys: readonly string[], each: unknown, live: unknown, now: number): boolean {
-    if (Array.isArray(each))
-      keys.forEach((key, i) => {
-        const counts = each[i];
-        this.#counts.set(key, Array.isArray(counts) ? counts.map(Number) : []);
-      });
-    if (Array.isArray(live)) {
-      this.#live = new Map();
-      for (let i = 0; i + 1 < live.length; i += 2) this.#live.set(String(live[i]), Number(live[i + 1]));
-    }
+  heard(
+    keys: readonly string[],
+    each: readonly number[][],
+    live: ReadonlyArray<readonly [string, number]>,
+    now: number,
+  ): boolean {
+    keys.forEach((key, i) => {
+      this.#counts.set(key, each[i] ?? []);
+    });
+    this.#live = new Map(live);
     const settling = this.#settling;
     if (settling === undefined) return false;
     if (settling.since === undefined) {

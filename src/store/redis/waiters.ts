@@ -23,7 +23,7 @@ import type { Ticket } from "../../core/lease.js";
 import { effectiveRank, type Rank } from "../../core/priority.js";
 import { LaneAdvert } from "./flow-advert.js";
 import type { FleetLink } from "./rates.js";
-import { runScript } from "./scripts.js";
+import * as script from "./script-calls.js";
 
 export type { ClassCounts } from "../../core/lane-waiting.js";
 
@@ -125,19 +125,17 @@ export class FleetWaiters {
     const started = before.size === 0 && now.size > 0;
     this.#sent.clear();
     for (const [key, value] of now) this.#sent.set(key, value);
-    const sent = runScript(
-      this.link.client,
-      "advertise",
-      [this.indexKey, this.replicasKey, ...keys],
-      [this.link.replica, this.channel, this.ttlMs, now.size > 0 ? "1" : "0", ...values],
-    );
+    const { indexKey, replicasKey, channel, ttlMs } = this;
+    const sent = script.advertise(this.link.client, {
+      ...{ indexKey, replicasKey, replica: this.link.replica, channel, ttlMs },
+      ...{ waiting: now.size > 0, keys, values },
+    });
     if (started) this.reRead();
     try {
-      const answer = (await sent) as [number, number, string[]?];
-      if (now.size > 0) this.#lookAtLeaseEnd(Number(answer[1]));
+      const answer = await sent;
+      if (now.size > 0) this.#lookAtLeaseEnd(answer.soonestLeaseEndMs);
       // The portions of this replica's flows that wait elsewhere too (flow-advert.ts).
-      const spreads = answer[2] ?? [];
-      for (let i = 0; i < keys.length; i++) adverts.get(keys[i]!)?.applySpreads(String(spreads[i] ?? ""));
+      for (let i = 0; i < keys.length; i++) adverts.get(keys[i]!)?.applySpreads(answer.spreads[i] ?? "");
     } catch {
       // Not written: the next write sends these again (the heartbeat writes all of them).
       this.#sent.clear();
