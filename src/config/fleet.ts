@@ -4,6 +4,7 @@
  * refused here.
  */
 import { DEFAULTS } from "../core/defaults.js";
+import { leaseTtlProblem, prefixProblem } from "../core/fleet-options.js";
 import type { Checker } from "./checks.js";
 import type { RawConfig } from "./raw.js";
 import type { FleetConfig } from "./types.js";
@@ -28,12 +29,11 @@ export function fleetConfig(c: Checker, raw: RawConfig): FleetConfig {
       );
     return fleet;
   }
-  if (fleet.leaseTtlMs < 300)
-    c.error(
-      ["fleet", "lease_ttl_s"],
-      "at least 0.3 s (the heartbeat runs every third of it)",
-      fleet.leaseTtlMs / 1000,
-    );
+  // The rules a library user's `RedisStoreOptions` meet too (core/fleet-options.ts), said at the YAML path.
+  const ttlProblem = leaseTtlProblem(fleet.leaseTtlMs, "s");
+  if (ttlProblem !== undefined) c.error(["fleet", "lease_ttl_s"], ttlProblem, fleet.leaseTtlMs / 1000);
+  const prefixIssue = prefixProblem(fleet.prefix);
+  if (prefixIssue !== undefined) c.error(["fleet", "prefix"], prefixIssue, fleet.prefix);
   // Token and request budgets (`tpm`, `rpm`) and accounts are shared: their buckets, in-flight
   // counts and quota pauses live in Redis (src/store/redis/rates.ts, redis/accounts.ts); a key's
   // bound too (src/store/redis/keys.ts).

@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import { DEFAULTS } from "../core/defaults.js";
+import { ON_STORE_ERROR } from "../core/fleet-options.js";
 import { PRIORITIES } from "../core/priority.js";
 import { expecting, strictErrors } from "./issues.js";
 import {
@@ -264,7 +265,7 @@ const account = section(
 const fleet = section(
   {
     lease_ttl_s: withDefault(duration(), DEFAULTS.fleet.leaseTtlMs),
-    on_store_error: withDefault(oneOf("local", "open", "closed"), DEFAULTS.fleet.onStoreError),
+    on_store_error: withDefault(oneOf(...ON_STORE_ERROR), DEFAULTS.fleet.onStoreError),
     expected_replicas: withDefault(int(1), DEFAULTS.fleet.expectedReplicas),
     prefix: withDefault(name("a key prefix"), DEFAULTS.fleet.prefix),
   },

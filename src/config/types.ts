@@ -6,6 +6,7 @@
 
 import type { BreakerSettings } from "../core/breaker.js";
 import type { ResolvedShares } from "../core/class-shares.js";
+import type { OnStoreError } from "../core/fleet-options.js";
 import type { AdaptiveSettings } from "../core/options.js";
 import type { Priority } from "../core/priority.js";
 import type { Cidr } from "./cidr.js";
@@ -23,7 +24,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Fleet mode's settings, normalized (durations in ms). */
 export interface FleetConfig {
   readonly leaseTtlMs: number;
-  readonly onStoreError: "local" | "open" | "closed";
+  readonly onStoreError: OnStoreError;
   readonly expectedReplicas: number;
   readonly prefix: string;
 }

@@ -54,6 +54,13 @@ export const DEFAULTS = {
   fleet: {
     /** How long a replica's calls count after its last heartbeat (it heartbeats every third of it). */
     leaseTtlMs: 15_000,
+    /**
+     * Heartbeats per lease: a replica renews its lease every `leaseTtlMs ÷ 3`, so two heartbeats
+     * can be lost (a slow round trip, a GC pause) before the fleet stops counting its calls.
+     */
+    heartbeatsPerLease: 3,
+    /** The shortest lease: its heartbeat every 100 ms is as often as a fleet should write. */
+    minLeaseTtlMs: 300,
     /** While Redis is unreachable: `local` divides each limit by `expectedReplicas`; `open`; `closed`. */
     onStoreError: "local",
     /** Replicas the fleet runs, for `local`'s static division. */

@@ -58,6 +58,12 @@ describe("docs/architecture.md", () => {
     );
   });
 
+  test("the fleet store writes none of those defaults itself: it resolves them in core/fleet-options.ts", () => {
+    const store = readFileSync("src/store/redis/redis-store.ts", "utf8");
+    assert.match(store, /resolveFleetOptions\(options\)/);
+    assert.doesNotMatch(store, /15_000|\?\? "local"|\?\? 2\b|\?\? "sluice"|ttlMs \/ 3/);
+  });
+
   test("a path is taken and given back in grants.ts, the scheduler's bookkeeping half, as it says", () => {
     assert.match(DOC, /\| `grants\.ts` \| `Grants`[^|]*`grant` and `giveBack`/);
     const grants = readFileSync("src/core/grants.ts", "utf8");

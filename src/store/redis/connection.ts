@@ -16,6 +16,7 @@
 import { createRequire } from "node:module";
 import type { Cluster, Redis, RedisOptions } from "ioredis";
 import { ConfigError, StoreUnavailableError } from "../../core/errors.js";
+import { heartbeatMs } from "../../core/fleet-options.js";
 
 /**
  * ioredis, loaded when the first fleet connection is made: a gateway on the memory store (the
@@ -160,7 +161,7 @@ export const MIN_COMMAND_TIMEOUT_MS = 5000;
  * packets, fails here instead of holding the process's start for ever.
  */
 export function startTimeoutMs(leaseTtlMs: number): number {
-  return 2 * Math.max(MIN_COMMAND_TIMEOUT_MS, leaseTtlMs / 3);
+  return 2 * Math.max(MIN_COMMAND_TIMEOUT_MS, heartbeatMs(leaseTtlMs));
 }
 
 /**
@@ -246,7 +247,7 @@ export function fleetConnections(
   url: string,
   leaseTtlMs: number,
 ): [client: FleetConnection, subscriber: FleetConnection] {
-  const commandTimeout = Math.max(MIN_COMMAND_TIMEOUT_MS, leaseTtlMs / 3);
+  const commandTimeout = Math.max(MIN_COMMAND_TIMEOUT_MS, heartbeatMs(leaseTtlMs));
   const common = {
     protocol: 2 as const,
     maxRetriesPerRequest: 1,

@@ -1,21 +1,21 @@
 /** The fleet store's options and status (`RedisStore`). */
+import type { FleetOptions, OnStoreError } from "../../core/fleet-options.js";
 
-/** What to do while Redis cannot be reached. */
-export type OnStoreError = "local" | "open" | "closed";
+export type { OnStoreError } from "../../core/fleet-options.js";
 
-export interface RedisStoreOptions {
-  /** `redis://[:password@]host:port[/db]` or `rediss://…`. */
+/**
+ * A `RedisStore`'s options: where Redis is, this process's id, and the settings the fleet shares
+ * (`FleetOptions`: lease TTL, outage policy, expected replicas, key prefix — each default in
+ * `DEFAULTS.fleet`, each checked by `resolveFleetOptions`, as the config's `fleet:` section is).
+ */
+export interface RedisStoreOptions extends FleetOptions {
+  /**
+   * `redis://[:password@]host:port[/db]` or `rediss://…`; `redis+sentinel://…` and
+   * `redis+cluster://…` for Sentinel and Cluster (docs/fleet-connections.md).
+   */
   url: string;
-  /** Prefix of every key (one Cluster hash tag for all of them). **Default:** `sluice`. */
-  prefix?: string;
   /** This process's id in the fleet. **Default:** host:pid:random. */
   replica?: string;
-  /** How long a replica's calls count after its last heartbeat. **Default:** 15 000 ms. */
-  leaseTtlMs?: number;
-  /** **Default:** `local`. */
-  onStoreError?: OnStoreError;
-  /** Replicas the fleet runs, for `local`'s static division. **Default:** 2. */
-  expectedReplicas?: number;
 }
 
 /** The fleet's state as this process sees it (snapshot, `/readyz`, metrics). */

@@ -27,8 +27,9 @@ import type { AccountBudget, AccountSettings } from "../../core/account.js";
 import type { AdmissionBudget } from "../../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../../core/budget.js";
 import { type Clock, systemClock } from "../../core/clock.js";
-import { ConfigError, StoreUnavailableError } from "../../core/errors.js";
+import { StoreUnavailableError } from "../../core/errors.js";
 import { Emitter, type Event } from "../../core/events.js";
+import { resolveFleetOptions } from "../../core/fleet-options.js";
 import type { Path } from "../../core/path.js";
 import type { SharedPodState } from "../../core/pod.js";
 import type { Rank } from "../../core/priority.js";
@@ -73,6 +74,7 @@ export class RedisStore implements FleetStore {
   readonly #batched: BatchedClient; // #client's scripts, one write per event-loop turn (not ioredis's)
   readonly #subscriber: FleetConnection;
   readonly #ttlMs: number;
+  readonly #heartbeatMs: number; // a third of the lease (`heartbeatMs`, core/fleet-options.ts)
   readonly #policy: OnStoreError;
   readonly #replicas: number;
   /** The replicas set and this replica's id in it, as every grant names them. */
@@ -100,14 +102,15 @@ export class RedisStore implements FleetStore {
   readonly onPodState: Event<{ id: string; state: SharedPodState }>;
 
   constructor(options: RedisStoreOptions) {
-    const prefix = options.prefix ?? "sluice";
-    if (!/^[\w.:-]+$/.test(prefix)) throw new ConfigError("store.prefix", "letters, digits, . : _ -", prefix);
+    // Every default from core/defaults.ts, checked as the config's `fleet:` section is.
+    const fleet = resolveFleetOptions(options);
     this.description = redactedUrl(options.url);
     this.replica = options.replica ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.#ttlMs = options.leaseTtlMs ?? 15_000;
-    this.#policy = options.onStoreError ?? "local";
-    this.#replicas = options.expectedReplicas ?? 2;
-    const tag = `{${prefix}}`;
+    this.#ttlMs = fleet.leaseTtlMs;
+    this.#heartbeatMs = fleet.heartbeatMs;
+    this.#policy = fleet.onStoreError;
+    this.#replicas = fleet.expectedReplicas;
+    const tag = `{${fleet.prefix}}`;
     this.#lease = { replicasKey: `${tag}:replicas`, replica: this.replica };
     this.#settleChannel = `${tag}:settle`; // a settling replica's roll call (`redis/shares.ts`)
     this.#mirror = new FleetMirror(tag, () => this.#changes.emit()); // room grew: look again
@@ -180,7 +183,7 @@ export class RedisStore implements FleetStore {
     await subscribeKept(this.#subscriber, [this.#releases.channel, ...channels]); // and after reconnects
     await this.heartbeat(); // reads the kept state of the pods served, too
     if (this.#client.status === "end") return; // the start gave up meanwhile (its deadline passed)
-    this.#timer = setInterval(() => void this.heartbeat(), Math.max(50, Math.floor(this.#ttlMs / 3)));
+    this.#timer = setInterval(() => void this.heartbeat(), this.#heartbeatMs);
     this.#timer.unref();
   }
 

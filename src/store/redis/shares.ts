@@ -34,6 +34,8 @@
  * lost Redis marks its counts within a round trip instead of at its next heartbeat.
  */
 
+import { heartbeatMs } from "../../core/fleet-options.js";
+
 /** How often a settling replica re-reads the fleet (and the others' marks), at most. */
 export const SETTLE_POLL_MS = 250;
 
@@ -108,7 +110,7 @@ export class FleetShares {
   settle(): void {
     this.freeze();
     if (this.#settling !== undefined) return;
-    const poll = setInterval(this.beat, Math.max(50, Math.min(SETTLE_POLL_MS, this.leaseTtlMs / 3)));
+    const poll = setInterval(this.beat, Math.max(50, Math.min(SETTLE_POLL_MS, heartbeatMs(this.leaseTtlMs))));
     poll.unref();
     this.#settling = { since: undefined, poll };
   }
