@@ -164,6 +164,32 @@ describe("WaitQueue with flows", () => {
     assert.equal(q.size, 0);
   });
 
+  test("a flow's portion (a fleet: the part of its weight served here) scales its service in its class only", () => {
+    const q = new WaitQueue<Node>();
+    // heavy (3) waits on two replicas: here it is served at half its weight, 1.5 against light's 1.
+    q.setPortions(1, new Map([[heavy, 0.5]]));
+    for (let i = 0; i < 300; i++) q.push(node(`h${i}`, heavy, i));
+    for (let i = 0; i < 300; i++) q.push(node(`l${i}`, light, 1000 + i));
+    const first = drain(q, 5000).slice(0, 250);
+    const h = first.filter((n) => n.startsWith("h")).length;
+    assert.equal(h, 150, `heavy took 3/5 of 250 grants (took ${h})`);
+    // Bulk has no portions set: heavy keeps its full weight there, 3 to 1.
+    for (let i = 0; i < 100; i++) q.push(node(`h${i}`, heavy, 10_000 + i, 2));
+    for (let i = 0; i < 100; i++) q.push(node(`l${i}`, light, 20_000 + i, 2));
+    const bulk = drain(q, 30_000).slice(0, 100);
+    assert.equal(bulk.filter((n) => n.startsWith("h")).length, 75);
+    // Cleared (an empty map): full weight again in the default class.
+    q.setPortions(1, new Map());
+    for (let i = 0; i < 100; i++) q.push(node(`h${i}`, heavy, 40_000 + i));
+    for (let i = 0; i < 100; i++) q.push(node(`l${i}`, light, 50_000 + i));
+    assert.equal(
+      drain(q, 60_000)
+        .slice(0, 100)
+        .filter((n) => n.startsWith("h")).length,
+      75,
+    );
+  });
+
   test("another class still goes by effective class, then arrival", () => {
     const q = new WaitQueue<Node>();
     q.push(node("h-old", heavy, 0));

@@ -72,9 +72,9 @@ export class HoldBack {
   }
 
   /**
-   * Another replica's waiters on the lane went down (`none`: all gone): the better waiters this
-   * replica left room for are given up (it asks again), and the floor too when none are left.
-   * True when `others` went down.
+   * Another replica's waiters on the lane went down (`none`: all gone, or one of its flows left,
+   * so this replica's weighted share grew): the better waiters this replica left room for are
+   * given up (it asks again), and the floor too when `none`. True when `others` went down.
    */
   left(key: string, budget: Shared, none: boolean): boolean {
     const before = budget.others;

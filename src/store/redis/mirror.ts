@@ -174,7 +174,8 @@ export class FleetMirror {
 
   /**
    * Waiters of another replica left the lane budget whose waiters hash is `waitKey` (`none`: all
-   * of them): true when this replica held back for them, and now looks again.
+   * of them, or a flow left there — either way this replica's fair share may have grown, so the
+   * floor goes too): true when this replica held back for them, and now looks again.
    */
   waitersLeftOn(waitKey: string, none: boolean): boolean {
     const key = waitKey.replace(`${this.tag}:w:`, `${this.tag}:b:`);
@@ -251,8 +252,9 @@ export class FleetMirror {
     if (message.startsWith(`${replica}\n`)) return false;
     let any = false;
     for (const line of message.split("\n").slice(1)) {
-      const [key = "", left] = line.split(" ");
-      any = this.waitersLeftOn(key, left === "0") || any;
+      // `*`: a flow left there (weighted shares, flow-advert.ts): this replica's part grew.
+      const [key = "", left, flowLeft] = line.split(" ");
+      any = this.waitersLeftOn(key, left === "0" || flowLeft === "*") || any;
     }
     return any;
   }

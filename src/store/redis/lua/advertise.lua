@@ -9,11 +9,14 @@
 -- ARGV[3]        ms the hashes and the index entry live without a write (the lease TTL: the
 --                heartbeat re-writes them)
 -- ARGV[4]        '1' when this replica has a waiter on some lane, else '0'
--- ARGV[5..n+4]   this replica's counts on each hash, '' when none waits there (the field goes)
--- Publishes "replica\n<key> <waiters left>…" of the hashes whose total went down: a replica that
--- left room for those waiters, or held back at its fair share while they waited, looks again. Dead replicas' fields are ignored (and dropped) by the grant script;
--- their index entries expire here.
--- Returns { how many hashes went down, ms until the soonest lease of another live replica ends
+-- ARGV[5..n+4]   this replica's counts on each hash, then its flows there (parse_waiters), ''
+--                when none waits there (the field goes)
+-- Publishes "replica\n<key> <waiters left>[ *]…" of the hashes whose total went down, or that a
+-- flow left (marked `*`): a replica that left room for those waiters, or held back at its fair
+-- share while they waited, looks again — after a flow left, its share may have grown even while
+-- other waiters remain, so it drops that floor too. Dead replicas' fields are ignored (and
+-- dropped) by the grant script; their index entries expire here.
+-- Returns { how many hashes were published, ms until the soonest lease of another live replica ends
 --           (-1 when there is none): a waiting replica looks at the fleet again then, so the
 --           slots of a replica that died are taken up as its lease ends, not a heartbeat later;
 --           then per hash written, this replica's flows that wait on other live replicas too
@@ -40,6 +43,17 @@ local function total(value)
   end
   return sum
 end
+-- Whether a flow named in `old` (a field's value) is not in `new`: this replica's part of the
+-- lane shrank, so the others' parts grew (lane_part) — they drop the floor they hold back to.
+local function flows_left(old, new)
+  if not old then return false end
+  local now = {}
+  for token in string.gmatch(new, '\n%d %S+ (%S+)') do now[token] = true end
+  for token in string.gmatch(old, '\n%d %S+ (%S+)') do
+    if not now[token] then return true end
+  end
+  return false
+end
 -- This replica's flows on a lane that wait on other live replicas too, and on how many.
 local function spreads(key)
   local entries, mine = lane_entries(KEYS[2], key, replica, now)
@@ -64,7 +78,11 @@ for i = 3, #KEYS do
     redis.call('HSET', KEYS[i], replica, new)
     redis.call('PEXPIRE', KEYS[i], ttl)
   end
-  if total(new) < total(old) then fewer[#fewer + 1] = KEYS[i] .. ' ' .. total(new) end
+  if flows_left(old, new) then
+    fewer[#fewer + 1] = KEYS[i] .. ' ' .. total(new) .. ' *'
+  elseif total(new) < total(old) then
+    fewer[#fewer + 1] = KEYS[i] .. ' ' .. total(new)
+  end
   if new == '' then shared[i - 2] = '' else shared[i - 2] = spreads(KEYS[i]) end
 end
 if ARGV[2] ~= '' and #fewer > 0 then
