@@ -17,8 +17,11 @@ import type { ClientGroup, RetryPolicy } from "./types.js";
 /** Where requests go. */
 export interface DriveTarget {
   kind: "sluice" | "direct";
-  /** The base URL for a request of `model`: the gateway, or the model's next pod in turn. */
-  baseFor(model: string): string;
+  /**
+   * The base URL for a request of `model`: the gateway (the next replica in turn, or replica
+   * `replica` for a group pinned to one: `ClientGroup.replica`), or the model's next pod in turn.
+   */
+  baseFor(model: string, replica?: number): string;
 }
 
 export interface DriveOptions {
@@ -193,7 +196,7 @@ export class Driver {
       n++;
       const at = this.now();
       last = await attempt(
-        target.baseFor(group.request.model),
+        target.baseFor(group.request.model, group.replica),
         req,
         this.#agent,
         this.#stop.signal,

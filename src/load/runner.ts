@@ -255,10 +255,14 @@ function finish(
   };
 }
 
-/** The gateways in turn: clients spread over replicas behind a load balancer. */
-function inTurn(urls: string[]): () => string {
+/**
+ * The gateways in turn: clients spread over replicas behind a load balancer; a group pinned to
+ * a replica always takes that one (of those running: modulo their number).
+ */
+function inTurn(urls: string[]): (model: string, replica?: number) => string {
   let i = 0;
-  return () => urls[i++ % urls.length]!;
+  return (_model, replica) =>
+    replica === undefined ? urls[i++ % urls.length]! : urls[replica % urls.length]!;
 }
 
 /** Each model's pods in turn: what a client without a gateway does. */

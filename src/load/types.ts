@@ -124,6 +124,12 @@ export interface ClientGroup {
    * tenant's flood of one-line calls does. **Default:** `false`.
    */
   idempotencyKeys?: boolean;
+  /**
+   * Through several gateway replicas, the one (0-based) every call of the group takes, as a
+   * client pinned to one region or one balancer does; straight to the pods it is ignored.
+   * **Default:** none (the replicas in turn).
+   */
+  replica?: number;
 }
 
 /** One check of a run against the issue's targets. */

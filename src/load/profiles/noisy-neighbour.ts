@@ -49,6 +49,13 @@ export interface NoisyNeighbourOptions {
    * prefix per run), so the lane, the bucket and the fair queue are the fleet's. **Default:** `1`.
    */
   replicas?: number;
+  /**
+   * With several replicas, the one (0-based) all of B's clients take, while A's take every
+   * replica in turn: issue 24's fleet case, where equal shares per replica gave B a quarter of
+   * the lane instead of half (docs/fleet.md#fairness-across-replicas). `null`: B's clients take
+   * the replicas in turn too. **Default:** the last replica.
+   */
+  bReplica?: number | null;
 }
 
 /** A generous prompt count for a call's one-line message (its estimate: tokenizer + chat framing). */
@@ -69,6 +76,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
   const clientTimeoutMs = o.clientTimeoutMs ?? 30_000;
   const replicas = o.replicas ?? 1;
   const fleet = replicas > 1;
+  const bReplica = fleet ? (o.bReplica === undefined ? replicas - 1 : o.bReplica) : null;
   const w = weights ?? { a: 1, b: 1 };
   const shareA = w.a / (w.a + w.b);
   const shareB = w.b / (w.a + w.b);
@@ -80,6 +88,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
     name: string,
     tenant: { id: string; token: string },
     perSecond: number,
+    replica: number | null = null,
   ): ClientGroup => ({
     name,
     request: { kind: "chat", model: "shared", maxTokens: MAX_TOKENS },
@@ -88,6 +97,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
     tenant,
     // Distinct calls of one length: named, so the gateway's retry pacing never holds one for a retry.
     idempotencyKeys: true,
+    ...(replica === null ? {} : { replica }),
   });
   const key = (tenant: { id: string; token: string }, weight: number | undefined) => ({
     id: tenant.id,
@@ -101,7 +111,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
     story: [
       `one pod of ${slots} slots (${serviceMs / 1000} s a call, lognormal σ 0.25), queueing what it cannot run (vLLM's unbounded waiting queue)`,
       `tenant A (key ${TENANT_A.id}) offers ${aPerSecond}/s = ${floodFactor} × its share; tenant B (key ${TENANT_B.id}) ${bPerSecond}/s = ${quietFactor} × its share; the lane carries ${lanePerSecond}/s; Poisson, one attempt, client timeout ${clientTimeoutMs / 1000} s`,
-      `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s${fleet ? `; ${replicas} gateway replicas on one Redis store (${AUTOSCALE_REDIS_URL}), the clients taking them in turn` : ""}`,
+      `through sluice: one lane of ${slots}, tpm ${tpmPerSeedMinute.toLocaleString("en")} a seed minute (1.5 × the lane's full rate: the lane binds), keys ${weights === null ? "without weight (every key the same)" : `weighted ${w.a} (A) and ${w.b} (B)`}, queue bound ${queueTimeoutS} s${fleet ? `; ${replicas} gateway replicas on one Redis store (${AUTOSCALE_REDIS_URL}), ${bReplica === null ? "the clients taking them in turn" : `A's clients taking them in turn, B's all replica ${bReplica + 1}`}` : ""}`,
       "three runs: B alone through sluice (its waits without A), A + B through sluice, A + B straight to the pod",
     ],
     // A's flood is 5 × the lane: 80 calls a real second at 0.5, which a gateway thread answers
@@ -143,7 +153,7 @@ export function noisyNeighbourProfile(o: NoisyNeighbourOptions = {}): LoadProfil
       ],
     }),
     alone: { label: "B alone, through sluice", groups: ["B"] },
-    groups: [tenantGroup("A", TENANT_A, aPerSecond), tenantGroup("B", TENANT_B, bPerSecond)],
+    groups: [tenantGroup("A", TENANT_A, aPerSecond), tenantGroup("B", TENANT_B, bPerSecond, bReplica)],
     durationMs,
     warmupMs,
     drainMs: clientTimeoutMs + 2 * serviceMs,
