@@ -18,7 +18,7 @@ import type { Governor } from "../governor/governor.js";
 import type { PrometheusMetrics } from "../metrics/prometheus.js";
 import type { Authenticator, Caller } from "./auth.js";
 import type { BufferBudget } from "./buffer-budget.js";
-import { type HttpError, unknownModel } from "./http-error.js";
+import type { HttpError } from "./http-error.js";
 import type { JsonGuard } from "./json-guard.js";
 import type { ShadowLane } from "./shadow.js";
 import type { Upstreams } from "./upstreams.js";
@@ -89,10 +89,14 @@ export interface UpstreamFailure {
   readonly detail?: string;
 }
 
-/** The options every Governor call of one request takes: the class asked for and the key. */
+/**
+ * The options every Governor call of one request takes: the class asked for, the key, and once
+ * parse has it, the token estimate (absent off a token budget's path).
+ */
 export interface Claim {
   readonly priority: Priority;
   readonly key: string | undefined;
+  readonly tokens?: number;
 }
 
 /** One proxied request, from its head to its settle line. */
@@ -107,19 +111,21 @@ export class RequestContext {
   caller: Caller | undefined = undefined;
   /**
    * The lane: named before the body (the route, or `X-Sluice-Model`) or by `body.model`. May
-   * name an unknown model until admit/parse refuse it; only `model` is trusted.
+   * name an unknown model until admit/parse refuse it; only `model` is trusted (lane.ts).
    */
   lane: string | undefined;
-  /** The lane's model once it is known to be configured. */
+  /** The lane's model once it is known to be configured: resolved once, by lane.ts's `nameLane`. */
   model: ModelConfig | null = null;
   /** Shadow-mode state of the model; null in enforce mode (and until the model is known). */
   shadow: ShadowLane | null = null;
+  /** A token budget is on the model's path (metered.ts); set with `model` (lane.ts). */
+  metered = false;
   /**
    * The class asked for (`X-Sluice-Priority`, default `default`). The Governor lowers it to the
    * key's `max_priority`; the class the call ran as is `lease.priority`.
    */
   priority: Priority = "default";
-  /** Priority and key as the Governor takes them; set by admit, reused by every check. */
+  /** Priority and key as the Governor takes them; set by admit (parse adds the estimate), reused by every check. */
   claim: Claim | null = null;
 
   // ---- what it holds (admit, read body, wait) ----
@@ -184,16 +190,4 @@ export class RequestContext {
 export function headerOf(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   return typeof v === "string" && v.length > 0 ? v : undefined;
-}
-
-/**
- * Sets the request's model from `ctx.lane` (and its shadow state), or throws 404
- * `unknown_model` naming where the name came from (`param`).
- */
-export function resolveModel(ctx: RequestContext, gw: GatewayParts, param: string): ModelConfig {
-  const model = ctx.lane === undefined ? undefined : gw.models.get(ctx.lane);
-  if (model === undefined) throw unknownModel(ctx.lane ?? "", param);
-  ctx.model = model;
-  ctx.shadow = gw.shadows.get(model.name) ?? null;
-  return model;
 }

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseConfig } from "../config/schema.js";
+import { mayGrantNow } from "./lane.js";
 import { meteredModels } from "./metered.js";
-import { mayGrantNow } from "./phases/wait.js";
 
 const model = (name: string, extra: Record<string, unknown> = {}) => ({
   name,

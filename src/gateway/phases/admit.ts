@@ -6,7 +6,7 @@
  * 2. the class asked for: `X-Sluice-Priority`, or 400 `bad_request` naming the header and the
  *    allowed classes (the Governor lowers it to the key's `max_priority`, nowhere else);
  * 3. the lane when it is named before the body (a route, or `X-Sluice-Model`), else 404;
- * 4. the gateway bound, then the key and lane bounds when known (`Governor.check`/`checkKey`)
+ * 4. the gateway bound, then the key and lane bounds when known (lane.ts: `refusalBeforeBody`)
  *    → 429, sent with `Connection: close` in place of `100 Continue`, the upload discarded for a
  *    bounded time. In shadow mode the refusal is counted as would-refuse and the call goes on.
  *    A client that retried before its last Retry-After while the loop is saturated gets the
@@ -17,8 +17,9 @@
 import type { IncomingMessage } from "node:http";
 import type { SluiceError } from "../../core/errors.js";
 import { PRIORITIES, type Priority, rankOf } from "../../core/priority.js";
-import { type GatewayParts, headerOf, type RequestContext, resolveModel } from "../context.js";
+import { type GatewayParts, headerOf, type RequestContext } from "../context.js";
 import { HttpError } from "../http-error.js";
+import { nameLane, refusalBeforeBody } from "../lane.js";
 import { held, holdUntil } from "../pacing.js";
 import { sendRefusal } from "../refusal.js";
 import { laneNumbers } from "../reply.js";
@@ -34,9 +35,8 @@ export function admit(ctx: RequestContext, gw: GatewayParts): boolean | Promise<
   const priority = requestedClass(ctx.req);
   ctx.priority = priority;
   ctx.claim = { priority, key: ctx.caller!.key?.id };
-  if (ctx.lane !== undefined)
-    resolveModel(ctx, gw, ctx.routed === undefined ? "header:x-sluice-model" : "route");
-  const refusal = gw.governor.admissionRefusal() ?? bounds(ctx, gw);
+  if (ctx.lane !== undefined) nameLane(ctx, gw, ctx.routed === undefined ? "header:x-sluice-model" : "route");
+  const refusal = refusalBeforeBody(ctx, gw);
   if (refusal !== undefined) {
     const mode = ctx.model !== null ? ctx.model.mode : gw.config.admission.mode;
     if (mode === "enforce") {
@@ -63,13 +63,6 @@ async function heldRefusal(
 ): Promise<false> {
   if (await held(ctx, gw, until)) refuseBeforeBody(ctx, gw, refusal);
   return false;
-}
-
-/** The key's and (when known) the lane's refusal right now; counts nothing. */
-function bounds(ctx: RequestContext, gw: GatewayParts): SluiceError | undefined {
-  const claim = ctx.claim!;
-  if (ctx.model !== null) return gw.governor.check(ctx.model.name, claim);
-  return claim.key !== undefined ? gw.governor.checkKey(claim.key) : undefined;
 }
 
 /** `X-Sluice-Priority` as a class (`default` when absent), or 400 naming the allowed ones. */

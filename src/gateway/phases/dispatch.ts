@@ -119,7 +119,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   ) {
     this.#extra = { "x-sluice-request-id": ctx.id };
     this.#lanes.add(ctx.model!.name);
-    this.#metered = gw.metered.has(ctx.model!.name);
+    this.#metered = ctx.metered;
     const asking =
       this.#metered &&
       ctx.stream &&

@@ -16,9 +16,10 @@
  * guard's `max_json_depth` / `max_json_values`, checked before `JSON.parse` sees the body.
  */
 import type { ModelConfig } from "../../config/schema.js";
-import { type GatewayParts, type RequestContext, resolveModel } from "../context.js";
+import type { GatewayParts, RequestContext } from "../context.js";
 import { charsToTokens, estimatePromptTokens, estimateTokens, inputOnly } from "../estimate.js";
 import { HttpError } from "../http-error.js";
+import { nameLane } from "../lane.js";
 import { isJsonType } from "./read-body.js";
 
 export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
@@ -28,15 +29,15 @@ export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
   if (named === null) {
     const parsed = parseRequestBody(body, ctx.req.headers["content-type"]);
     ctx.lane = parsed.model;
-    return read(ctx, gw, resolveModel(ctx, gw, "body.model"), parsed);
+    return read(ctx, nameLane(ctx, gw, "body.model"), parsed);
   }
-  const metered = gw.metered.has(named.name);
+  const metered = ctx.metered;
   if (ctx.routed !== undefined) {
-    if (metered) read(ctx, gw, named, ctx.json === null ? null : routeBody(body));
+    if (metered) read(ctx, named, ctx.json === null ? null : routeBody(body));
     return true;
   }
   // Named by X-Sluice-Model.
-  if (ctx.json === null) return read(ctx, gw, named, null); // not JSON: read only when metered
+  if (ctx.json === null) return read(ctx, named, null); // not JSON: read only when metered
   const top = ctx.json.topModel;
   if (!metered && top.kind !== "unsure") {
     if (top.kind === "string") sameModel(named, top.value);
@@ -44,14 +45,17 @@ export function parse(ctx: RequestContext, gw: GatewayParts): boolean {
   }
   const parsed = parseRequestBody(body, ctx.req.headers["content-type"], false);
   if (parsed.model !== undefined) sameModel(named, parsed.model);
-  return read(ctx, gw, named, parsed);
+  return read(ctx, named, parsed);
 }
 
-/** Sets the stream flag and, on a token budget's path, the estimate (from the bytes when not JSON). */
-function read(ctx: RequestContext, gw: GatewayParts, model: ModelConfig, parsed: ParsedRequest | null): true {
+/**
+ * Sets the stream flag and, on a token budget's path, the estimate (from the bytes when not
+ * JSON), added to the claim every later check and grant takes.
+ */
+function read(ctx: RequestContext, model: ModelConfig, parsed: ParsedRequest | null): true {
   if (parsed !== null) ctx.stream = parsed.stream;
   // Only a token budget reads the estimate (metered.ts); elsewhere the tokenizer is not run.
-  if (!gw.metered.has(model.name)) return true;
+  if (!ctx.metered) return true;
   const bytes = ctx.body!.length;
   const prompt =
     parsed === null
@@ -65,6 +69,7 @@ function read(ctx: RequestContext, gw: GatewayParts, model: ModelConfig, parsed:
     inputOnly(ctx.path),
     parsed?.choices ?? 1,
   );
+  if (ctx.tokens !== 0) ctx.claim = { ...ctx.claim!, tokens: ctx.tokens };
   return true;
 }
 

@@ -23,9 +23,9 @@ import { JsonGuard } from "../json-guard.js";
 export function readBody(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const { maxBodyBytes, bodyTimeoutMs } = gw.bodyLimits;
   checkDeclaredLength(ctx.req, maxBodyBytes);
-  refuseEncodedBody(ctx, gw);
+  refuseEncodedBody(ctx);
   const json = isPlainJson(ctx.req);
-  if (!mustBuffer(ctx, gw, json)) return true; // streamed through
+  if (!mustBuffer(ctx, json)) return true; // streamed through
   if (json) {
     const { maxJsonDepth, maxJsonValues } = gw.config.admission;
     ctx.json = new JsonGuard({ maxDepth: maxJsonDepth, maxValues: maxJsonValues });
@@ -55,15 +55,15 @@ function isPlainJson(req: IncomingMessage): boolean {
  * compressed text many times over — a way past a token budget, or past the lane a header names.
  * A route's body on a lane without a token budget is never read, and still streams through.
  */
-function refuseEncodedBody(ctx: RequestContext, gw: GatewayParts): void {
+function refuseEncodedBody(ctx: RequestContext): void {
   const encoding = ctx.req.headers["content-encoding"];
   if (encoding === undefined || encoding.trim().toLowerCase() === "identity") return;
   const model = ctx.model;
-  if (model !== null && ctx.routed !== undefined && !gw.metered.has(model.name)) return;
+  if (model !== null && ctx.routed !== undefined && !ctx.metered) return;
   const why =
     model === null
       ? "its model is read from it"
-      : gw.metered.has(model.name)
+      : ctx.metered
         ? `model ${model.name} has a token budget, whose estimate reads it`
         : "its model must be compared with X-Sluice-Model";
   throw new HttpError(
@@ -75,10 +75,10 @@ function refuseEncodedBody(ctx: RequestContext, gw: GatewayParts): void {
 }
 
 /** Whether the body must be read before the call waits for its lane (see the module comment). */
-function mustBuffer(ctx: RequestContext, gw: GatewayParts, json: boolean): boolean {
+function mustBuffer(ctx: RequestContext, json: boolean): boolean {
   const model = ctx.model;
   if (model === null) return true;
-  if (gw.metered.has(model.name)) return true;
+  if (ctx.metered) return true;
   return json && ctx.routed === undefined;
 }
 

@@ -13,9 +13,9 @@
  * budget-less lease, counted as would-refuse (`shadow.ts`).
  */
 import { isSluiceError } from "../../core/errors.js";
-import type { Priority } from "../../core/priority.js";
-import type { Governor } from "../../governor/governor.js";
+import type { Lease } from "../../core/lease.js";
 import type { GatewayParts, RequestContext } from "../context.js";
+import { grantsOnArrival, refusalBeforeGrant } from "../lane.js";
 
 export function wait(ctx: RequestContext, gw: GatewayParts): boolean | Promise<boolean> {
   const lane = ctx.model!.name;
@@ -24,55 +24,57 @@ export function wait(ctx: RequestContext, gw: GatewayParts): boolean | Promise<b
   // `check` would only repeat what `acquire` decides at once — the same refusal, thrown before
   // anything queues — so every call goes straight to `acquire`.
   if (gw.config.store.kind === "redis") return ctx.clientGone ? false : queue(ctx, gw, lane);
-  const claim = ctx.tokens === 0 ? ctx.claim! : { ...ctx.claim!, tokens: ctx.tokens };
-  const { governor } = gw;
   // A lane that cannot grant on arrival is asked for its refusal first: under a storm nearly
   // every call is refused, and trying for a lease first built a Ticket and routed it for
   // nothing, then `check` did it again (issue 13). Which comes first changes no answer:
   // `check` refuses only a call `tryAcquire` could not have granted, and `acquire` grants on
   // arrival too.
-  if (!mayGrantNow(governor.laneStatus(lane), ctx.claim!.priority)) {
-    const refusal = governor.check(lane, claim);
+  if (!grantsOnArrival(ctx, gw)) {
+    const refusal = refusalBeforeGrant(ctx, gw);
     if (refusal !== undefined) throw refusal;
     return ctx.clientGone ? false : queue(ctx, gw, lane);
   }
-  ctx.lease = governor.tryAcquire(lane, claim);
+  ctx.lease = gw.governor.tryAcquire(lane, ctx.claim!);
   if (ctx.lease !== undefined) return true;
   if (ctx.clientGone) return false;
   // The metrics count a refusal object once, whether the Governor reported it or settle does.
-  const refusal = governor.check(lane, claim);
+  const refusal = refusalBeforeGrant(ctx, gw);
   if (refusal !== undefined) throw refusal;
   return queue(ctx, gw, lane);
 }
 
-/**
- * False when the lane can grant nobody of class `priority` on arrival: it is at its width, or
- * others wait ahead (only an interactive call may pass waiters, on the reserve). A guess that is
- * wrong only costs time: `acquire` still grants a call the lane turns out to have room for.
- */
-export function mayGrantNow(status: LaneStatus | undefined, priority: Priority): boolean {
-  if (status === undefined) return true; // a pass-through lane: always granted
-  if (status.inflight >= status.width) return false;
-  return status.queued === 0 || priority === "interactive";
+async function queue(ctx: RequestContext, gw: GatewayParts, lane: string): Promise<boolean> {
+  const lease = await queuedLease(ctx, gw, lane);
+  if (lease === null) return false; // the client left while queued: no one to answer
+  ctx.lease = lease;
+  return true;
 }
 
-type LaneStatus = NonNullable<ReturnType<Governor["laneStatus"]>>;
-
-async function queue(ctx: RequestContext, gw: GatewayParts, lane: string): Promise<boolean> {
+/**
+ * A lease on `lane` for the call, waiting in its queue for as long as the lane's queue timeout
+ * allows, or null when the client left meanwhile; a refusal (at once, or at the timeout) is
+ * thrown. The one queued acquire of the request path: the wait phase's, and dispatch's for a
+ * fallback lane (redispatch.ts). Only a call that gets here pays for an `AbortController`,
+ * which the client's leaving aborts (`RequestContext.onClose`).
+ */
+export async function queuedLease(
+  ctx: RequestContext,
+  gw: GatewayParts,
+  lane: string,
+): Promise<Lease | null> {
   const abort = new AbortController();
   ctx.abort = abort;
   const { priority, key } = ctx.claim!;
   try {
-    ctx.lease = await gw.governor.acquire(lane, {
+    return await gw.governor.acquire(lane, {
       priority,
       key,
       tokens: ctx.tokens,
       signal: abort.signal,
       failFast: true,
     });
-    return true;
   } catch (error) {
-    if (abort.signal.aborted) return false; // the client left while queued: no one to answer
+    if (abort.signal.aborted) return null;
     throw error;
   }
 }
