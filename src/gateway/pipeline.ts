@@ -12,12 +12,9 @@
  *
  * A capacity refusal to a client that retried before its last Retry-After, while the loop is
  * saturated, is sent when that Retry-After ends, a second at most (pacing.ts); it is the same
- * refusal.
+ * refusal. Every refusal, whichever phase made it, is sent by reply.ts's `refuse`.
  */
-import { isSluiceError } from "../core/errors.js";
 import type { GatewayParts, Phase, RequestContext } from "./context.js";
-import { HttpError } from "./http-error.js";
-import { held, holdUntil } from "./pacing.js";
 import { admit } from "./phases/admit.js";
 import { authenticate } from "./phases/authenticate.js";
 import { dispatch } from "./phases/dispatch.js";
@@ -25,7 +22,7 @@ import { parse } from "./phases/parse.js";
 import { readBody } from "./phases/read-body.js";
 import { settle } from "./phases/settle.js";
 import { wait } from "./phases/wait.js";
-import { sendError } from "./reply.js";
+import { refuse } from "./reply.js";
 
 /** The phases in order; the last one sends the answer. */
 export const PHASES: readonly Phase[] = [authenticate, admit, readBody, parse, wait, dispatch];
@@ -42,13 +39,9 @@ export async function runPhases(ctx: RequestContext, gw: GatewayParts): Promise<
       if (next === false || !(await next)) return;
     }
   } catch (error) {
-    // The metrics count each refusal object once, whether the Governor reported it or not.
-    if (error instanceof HttpError || isSluiceError(error)) ctx.refused = error;
-    if (isSluiceError(error) && ctx.lease === undefined) {
-      const until = holdUntil(ctx.req, ctx.started, performance.now());
-      if (until > 0 && !(await held(ctx, gw, until))) return;
-    }
-    sendError(ctx.res, error, ctx.id, gw.log, gw.governor, ctx.lane, ctx.priority);
+    // Sent by reply.ts, the one place a refusal is sent (and held, when the client storms).
+    const ended = refuse(ctx, gw, error);
+    if (ended !== false) await ended;
   } finally {
     settle(ctx, gw);
   }
