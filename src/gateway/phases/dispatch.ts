@@ -18,31 +18,30 @@
  * (`stream-usage.ts`). A client that accepts nothing for `stream_idle_timeout_s` loses its call
  * (`client-flow.ts`), so it cannot hold its slot forever.
  *
- * Built on undici's dispatcher handler API rather than `request()`: the answer's chunks go
- * straight from the upstream socket to the client's, with no body stream, async iterator or
- * promise per chunk, and backpressure by pausing the upstream read (STYLE: a lean request path).
+ * The call is read in three parts (issue 23): one trip to one pod is an `Attempt` (`attempt.ts`,
+ * undici's handler API: chunks socket to socket, backpressure by pausing the upstream read); where
+ * a call its pod never started goes next is the retry policy (`redispatch.ts`: another pod of the
+ * lane, else the fallback lane through the wait phase's acquire, `fallback.ts`); this file is the
+ * call across its attempts — the lease it runs on, what each attempt's ending tells the lease, and
+ * the answer when nothing else takes it.
  */
-import type { IncomingHttpHeaders } from "node:http";
-import type { Dispatcher } from "undici";
 import type { Lease } from "../../core/lease.js";
 import type { FailureInput } from "../../core/outcome.js";
+import { Attempt, type AttemptOwner, type AttemptRequest, CLIENT_GONE } from "../attempt.js";
 import { attemptError } from "../attempt-error.js";
 import type { DispatchResult, GatewayParts, RequestContext, UpstreamFailure } from "../context.js";
-import { ForwardedAnswer } from "../forwarded-answer.js";
-import { HELD_TOO_LARGE, HeldAnswer } from "../held-answer.js";
+import { bodyFor } from "../fallback.js";
+import type { AnswerReading, ForwardedAnswer } from "../forwarded-answer.js";
+import type { HeldAnswer } from "../held-answer.js";
 import { HttpError, sendUpstreamError, type UpstreamErrorCode } from "../http-error.js";
-import { withModelName } from "../model-name.js";
 import { rateLimitHeaders } from "../rate-headers.js";
-import { redispatchable } from "../redispatch.js";
+import { type Redispatched, redispatch, redispatchable } from "../redispatch.js";
 import { askForStreamUsage, takesStreamOptions } from "../stream-options.js";
-import type { CallTimeouts } from "../upstreams.js";
 import { settledUsage } from "../usage.js";
 import { forwardedLength, StreamedBody } from "./read-body.js";
 
 /** Statuses that are overload signals for the pod's width and breaker (DESIGN §1.3). */
 const OVERLOAD = new Set([502, 503, 504, 529]);
-const CLIENT_GONE = new Error("client disconnected");
-const CLIENT_STALLED = new Error("the client accepted nothing for stream_idle_timeout_s");
 /** What the lease hears of an attempt whose connection failed before the request was written. */
 const NEVER_TAKEN = { refused: true } as const;
 
@@ -59,8 +58,8 @@ export function dispatch(ctx: RequestContext, gw: GatewayParts): Promise<boolean
   });
 }
 
-/** One call's trips upstream and back, as undici handler callbacks. */
-class Exchange implements Dispatcher.DispatchHandler {
+/** One call upstream across its attempts: the lease it runs on and how each attempt ends. */
+class Exchange implements AttemptOwner, Redispatched {
   readonly result: DispatchResult = {
     status: 0,
     bytes: 0,
@@ -71,44 +70,24 @@ class Exchange implements Dispatcher.DispatchHandler {
     error: undefined,
     ttfbMs: undefined,
   };
-  /** `performance.now()` when the attempt under way was sent. */
-  #sentAt = 0;
+  readonly reading: AnswerReading;
   /** Headers sluice adds to the answer. */
   readonly #extra: Record<string, string | number>;
   /** Lanes this call has been on: a fallback chain is followed once per lane. */
-  readonly #lanes = new Set<string>();
-  #lease!: Lease;
+  readonly lanes = new Set<string>();
+  lease!: Lease;
   /** The buffered body as every attempt sends it (asking for a metered stream's usage), or null. */
   readonly #request: Buffer | null;
-  /** Sluice asked for the stream's usage: it is removed from the client's answer. */
-  readonly #strip: boolean;
-  /** A token budget is on the call's path: its answer's usage and text are read. */
-  readonly #metered: boolean;
-  /** The body sent: {@link #request}, with the fallback's model name on a fallback lane. */
-  #body: Buffer | null = null;
   /** A body not buffered for the lane: taken whole if it has all arrived, else streamed. */
   readonly #streamed: StreamedBody;
-  #headers!: Record<string, string | string[]>;
-  #timeouts!: CallTimeouts;
-  /** The pod of the attempt under way (a re-dispatch changes the lease's). */
-  #pod = "";
-  #controller: Dispatcher.DispatchController | null = null;
-  /** The answer being forwarded to the client. */
-  #forwarded: ForwardedAnswer | null = null;
-  /** A "not started" answer being read before deciding whether to re-dispatch. */
-  #held: HeldAnswer | null = null;
-  /** The answer's headers, for a 429's quota reset. */
-  #responseHeaders: IncomingHttpHeaders | null = null;
-  /**
-   * undici has started this attempt on a connected socket. A buffered body is written in the
-   * same tick (undici's `writeBuffer`; the handler API passes no `onRequestSent` on), so from
-   * here the pod may hold the whole request.
-   */
-  #started = false;
+  /** What an attempt on the current lease's lane sends (its body, headers and timeouts). */
+  #sent!: AttemptRequest;
+  /** The attempt under way (a re-dispatch makes a new one). */
+  #attempt: Attempt | null = null;
   #done = false;
-  #clientGone = false;
+  clientGone = false;
   /** A re-dispatch is waiting for a pod. */
-  #retrying = false;
+  waiting = false;
 
   constructor(
     readonly ctx: RequestContext,
@@ -118,10 +97,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     readonly reject: (e: unknown) => void,
   ) {
     this.#extra = { "x-sluice-request-id": ctx.id };
-    this.#lanes.add(ctx.model!.name);
-    this.#metered = ctx.metered;
+    this.lanes.add(ctx.model!.name);
+    const metered = ctx.metered;
     const asking =
-      this.#metered &&
+      metered &&
       ctx.stream &&
       ctx.body !== null &&
       ctx.model!.askStreamUsage !== false &&
@@ -131,7 +110,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (sent !== null) ctx.body = sent.body;
     this.#request = ctx.body;
     this.#streamed = new StreamedBody(ctx.req, gw.bodyLimits);
-    this.#strip = sent?.strip ?? false;
+    // Sluice asked for the stream's usage: it is removed from the client's answer.
+    this.reading = { stream: ctx.stream, metered, strip: sent?.strip ?? false };
     this.#useLease(ctx.lease!);
     ctx.res.on("close", this.#onClose);
   }
@@ -139,161 +119,106 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** Takes `lease` (the first, or the fallback's): its lane's name, credentials and timeouts. */
   #useLease(lease: Lease): void {
     const { ctx, gw } = this;
-    this.#lease = lease;
+    this.lease = lease;
     ctx.lease = lease;
     const lane = lease.lane;
-    this.#lanes.add(lane);
+    this.lanes.add(lane);
     this.#extra["x-sluice-lane"] = lane;
     this.#extra["x-sluice-priority"] = lease.priority;
     // A lane reached as a fallback (here or by the Governor at acquire) serves its own model name.
-    const body = this.#request;
-    this.#body = body === null || lane === ctx.model!.name ? body : withModelName(body, lane);
-    const length = forwardedLength(this.#body, ctx.req, gw.bodyLimits.maxBodyBytes);
-    this.#headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, length, ctx.id);
+    const body = bodyFor(ctx, this.#request, lane);
+    const length = forwardedLength(body, ctx.req, gw.bodyLimits.maxBodyBytes);
+    const headers = gw.upstreams.requestHeaders(ctx.req.headers, lane, length, ctx.id);
     // A compressed answer hides its usage: a metered call's answer comes as it is (identity).
-    if (this.#metered) delete this.#headers["accept-encoding"];
-    this.#timeouts = gw.upstreams.timeouts(lane);
+    if (this.reading.metered) delete headers["accept-encoding"];
+    this.#sent = { body, streamed: this.#streamed, headers, timeouts: gw.upstreams.timeouts(lane) };
   }
 
+  /** Sends an attempt to the lease's pod. */
   send(): void {
-    const { ctx, gw } = this;
-    const pod = this.#lease.pod!;
-    const target = gw.upstreams.target(pod);
-    this.#pod = pod;
-    this.#controller = null;
-    this.#held = null;
-    this.#forwarded = null;
-    this.#responseHeaders = null;
-    this.#started = false;
-    this.#sentAt = performance.now();
-    target.pool.dispatch(
-      {
-        path: target.basePath + ctx.path,
-        method: ctx.req.method as Dispatcher.HttpMethod,
-        headers: this.#headers,
-        body: this.#body ?? this.#streamed.body(),
-        headersTimeout: this.#timeouts.headersTimeout,
-        bodyTimeout: this.#timeouts.bodyTimeout,
-      },
-      this,
-    );
+    this.#attempt = new Attempt(this, this.lease.pod!, this.#sent);
+    this.#attempt.send();
   }
 
   /** The client went away before its answer was complete: abort the upstream request. */
   readonly #onClose = (): void => {
     if (this.ctx.res.writableFinished) return;
-    this.#clientGone = true;
-    this.#controller?.abort(CLIENT_GONE);
+    this.clientGone = true;
+    this.#attempt?.abort(CLIENT_GONE);
     // A re-dispatch waiting for a pod has no one to answer any more: give it up. (A fallback
     // lease being waited for is given up by the request's own abort signal.)
-    if (this.#retrying) this.#lease.release();
+    if (this.waiting) this.lease.release();
   };
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    this.#started = true;
-    if (this.#clientGone) controller.abort(CLIENT_GONE);
+  holds(pod: string, status: number): boolean {
+    const resendable = this.#sent.body ?? this.#streamed.taken;
+    return resendable !== null && redispatchable(this.gw.models.get(this.lease.lane), pod, status);
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
-    this.result.status = status;
-    this.result.ttfbMs = performance.now() - this.#sentAt;
-    this.#responseHeaders = headers;
-    const resendable = this.#body ?? this.#streamed.taken;
-    if (resendable !== null && redispatchable(this.gw.models.get(this.#lease.lane), this.#pod, status)) {
-      // The pod's config says this answer means it did not run the call: read it, then
-      // re-dispatch if the budget allows.
-      this.#held = new HeldAnswer(status, headers);
-      return;
-    }
-    const reading = { stream: this.ctx.stream, metered: this.#metered, strip: this.#strip };
-    const extra = this.#answerHeaders();
-    this.#forwarded = new ForwardedAnswer(this.ctx.res, status, headers, extra, reading, this.#onStalled);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    const held = this.#held;
-    if (held !== null) {
-      // Past the bound: continues in onResponseError, with the status known.
-      if (!held.take(chunk)) controller.abort(HELD_TOO_LARGE);
-      return;
-    }
-    // Backpressure: the pod is not read until the client has taken what it was sent, for at most
-    // stream_idle_timeout_s (#onStalled).
-    this.#forwarded!.data(chunk, controller, this.#timeouts.bodyTimeout);
-  }
-
-  /** The client accepted nothing for stream_idle_timeout_s: its call is given up, its slot freed. */
-  readonly #onStalled = (): void => {
+  stalled(): void {
     this.result.clientStalled = true;
-    this.gw.metrics.clientStalled(this.#lease.lane);
-    // Continues in onResponseError (→ #gone: the lease released, the call's estimate kept).
-    this.#controller?.abort(CLIENT_STALLED);
-    this.ctx.res.destroy();
-  };
+    this.gw.metrics.clientStalled(this.lease.lane);
+  }
 
-  onResponseEnd(): void {
-    const held = this.#held;
-    if (held !== null) {
-      void this.#afterOverload(held).catch(this.#failed);
-      return;
-    }
+  answered(attempt: Attempt, answer: ForwardedAnswer): void {
     const { result } = this;
-    const answer = this.#forwarded!;
     result.usage = answer.end(this.ctx.promptTokens);
     result.bytes = answer.tap.bytes;
     const status = result.status;
     if (OVERLOAD.has(status) || status === 429) {
       result.overloadStatus = status;
-      this.#record({ pod: this.#pod, cause: "status", status });
-      this.#lease.failed({ status, headers: this.#responseHeaders ?? undefined });
+      this.#record({ pod: attempt.pod, cause: "status", status });
+      this.lease.failed({ status, headers: attempt.responseHeaders ?? undefined });
     } else if (status >= 500) {
-      this.#lease.failed(status);
+      this.lease.failed(status);
     } else {
       // The token budgets settle with what the call really used (usage.ts: `settledUsage`).
-      this.#lease.succeeded(settledUsage(result.usage, answer.tap, this.ctx.promptTokens));
+      this.lease.succeeded(settledUsage(result.usage, answer.tap, this.ctx.promptTokens));
     }
     this.#finish();
   }
 
-  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
-    void this.#onError(error).catch(this.#failed);
+  overloaded(attempt: Attempt, held: HeldAnswer): void {
+    void this.#afterOverload(attempt, held).catch(this.#failed);
   }
 
-  async #onError(error: Error): Promise<void> {
-    this.#forwarded?.stop();
-    if (this.#clientGone || this.result.clientStalled) return this.#gone();
+  failed(attempt: Attempt, error: Error): void {
+    void this.#onError(attempt, error).catch(this.#failed);
+  }
+
+  async #onError(attempt: Attempt, error: Error): Promise<void> {
+    if (this.clientGone || this.result.clientStalled) return this.#gone();
     // The client's streamed body broke a bound (413/408): the client's fault, not the pod's.
     const own = error instanceof HttpError ? error : (error as { cause?: unknown }).cause;
     if (own instanceof HttpError) {
-      this.#lease.release();
+      this.lease.release();
       return this.#failed(own);
     }
-    const failure = attemptError(error, this.#started, this.#timeouts);
+    const failure = attemptError(error, attempt.started, attempt.request.timeouts);
     // A "not started" answer whose body was cut (by us past the bound, or by the pod): its status
     // already said the pod did not run the call.
-    const held = this.#held;
+    const held = attempt.held;
     if (held !== null) {
       held.incomplete ??= failure.detail;
-      return this.#afterOverload(held);
+      return this.#afterOverload(attempt, held);
     }
     if (failure.kind === "local") {
       // Never sent, and not the pod's doing: nothing to tell its breaker.
       this.gw.log.error(
-        { request_id: this.ctx.id, pod: this.#pod, err: failure.detail },
+        { request_id: this.ctx.id, pod: attempt.pod, err: failure.detail },
         "upstream call not sent",
       );
-      this.#lease.release({ sent: false });
+      this.lease.release({ sent: false });
     } else if (failure.kind === "not_started") {
-      this.#record({ pod: this.#pod, cause: failure.cause, detail: failure.detail });
+      this.#record({ pod: attempt.pod, cause: failure.cause, detail: failure.detail });
       // The pod never took it (congestion for the pod; token reservations refunded): another
       // pod, or the fallback, may take it.
       if (await this.#elsewhere(NEVER_TAKEN)) return;
     } else {
-      this.#record({ pod: this.#pod, cause: failure.cause, detail: failure.detail });
+      this.#record({ pod: attempt.pod, cause: failure.cause, detail: failure.detail });
       // A call the pod may have run is never sent again. The lease hears the error itself: a
       // timeout is a failure for the breaker, a reset congestion (outcome.ts).
-      this.#lease.failed(error);
+      this.lease.failed(error);
     }
     this.result.error = failure.detail;
     if (this.ctx.res.headersSent) {
@@ -304,56 +229,32 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#answer(failure.status, failure.code, failure.message);
   }
 
-  async #afterOverload(held: HeldAnswer): Promise<void> {
+  async #afterOverload(attempt: Attempt, held: HeldAnswer): Promise<void> {
     this.result.overloadStatus = held.status;
     const detail = held.incomplete;
-    this.#record({ pod: this.#pod, cause: "status", status: held.status, ...(detail ? { detail } : {}) });
+    this.#record({ pod: attempt.pod, cause: "status", status: held.status, ...(detail ? { detail } : {}) });
     if (await this.#elsewhere({ status: held.status, headers: held.headers })) return;
     // Nowhere else to go: the pod's own answer (the lease already heard the refusal).
-    this.result.bytes = held.send(this.ctx.res, this.#answerHeaders(), this.#lease.lane);
+    this.result.bytes = held.send(this.ctx.res, this.answerHeaders(), this.lease.lane);
     this.#finish();
   }
 
   /**
-   * The attempt never started: send the call to another pod of the lane, else to the lane's
-   * fallback model. True when it went on (or the client left and it ended); false when it has
-   * nowhere to go and the lease has ended with `failure`.
+   * The attempt never started: send the call on where the retry policy says (redispatch.ts).
+   * True when it went on (or the client left and it ended); false when it has nowhere to go and
+   * the lease has ended with `failure`.
    */
   async #elsewhere(failure: FailureInput): Promise<boolean> {
-    if (this.#body === null && this.#streamed.taken === null) {
-      this.#lease.failed(failure); // a body streamed through cannot be sent twice
+    if (this.#request === null && this.#streamed.taken === null) {
+      this.lease.failed(failure); // a body streamed through cannot be sent twice
       return false;
     }
-    this.#retrying = true;
-    const again = await this.#lease.retry(failure).catch(() => false);
-    this.#retrying = false;
-    if (!again && !this.#clientGone) {
-      const fallback = await this.#fallbackLease();
-      if (fallback === null && !this.#clientGone) return false;
-      if (fallback !== null) this.#useLease(fallback);
-    }
-    if (this.#clientGone) this.#gone();
+    const next = await redispatch(this, failure);
+    if (next === null && !this.clientGone) return false;
+    if (next !== null && next !== this.lease) this.#useLease(next);
+    if (this.clientGone) this.#gone();
     else this.send();
     return true;
-  }
-
-  /**
-   * A lease on the current lane's `fallback` model, or null when there is none (or it was
-   * already tried, or the client left while it was waited for). A refusal there is the answer.
-   */
-  async #fallbackLease(): Promise<Lease | null> {
-    const { ctx, gw } = this;
-    const name = gw.models.get(this.#lease.lane)?.fallback;
-    if (name === undefined || ctx.shadow !== null || this.#lanes.has(name)) return null;
-    ctx.abort ??= new AbortController();
-    const { signal } = ctx.abort;
-    const { priority, key } = ctx.claim!;
-    try {
-      return await gw.governor.acquire(name, { priority, key, tokens: ctx.tokens, signal, failFast: true });
-    } catch (error) {
-      if (signal.aborted) return null;
-      throw error;
-    }
   }
 
   /** Appends one failed attempt for the metrics and the log line (never the client). */
@@ -363,23 +264,23 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /** The headers sluice adds to an answer (with token or request budgets, their numbers). */
-  #answerHeaders(): Record<string, string | number> {
-    this.#extra["x-sluice-queue-ms"] = Math.round(this.#lease.queuedMs);
-    const limits = this.gw.governor.rateLimits(this.#lease.lane, this.#lease.priority, this.ctx.claim?.key);
+  answerHeaders(): Record<string, string | number> {
+    this.#extra["x-sluice-queue-ms"] = Math.round(this.lease.queuedMs);
+    const limits = this.gw.governor.rateLimits(this.lease.lane, this.lease.priority, this.ctx.claim?.key);
     if (limits.length > 0) Object.assign(this.#extra, rateLimitHeaders(limits));
     return this.#extra;
   }
 
   #answer(status: number, code: UpstreamErrorCode, message: string): void {
     this.result.status = status;
-    sendUpstreamError(this.ctx.res, status, code, message, this.#lease.lane, this.#answerHeaders());
+    sendUpstreamError(this.ctx.res, status, code, message, this.lease.lane, this.answerHeaders());
     this.#finish();
   }
 
   /** The client left: a client abort says nothing about the pod. */
   #gone(): void {
     this.result.clientGone = true;
-    this.#lease.release();
+    this.lease.release();
     this.#finish();
   }
 

@@ -54,7 +54,7 @@ async function queue(ctx: RequestContext, gw: GatewayParts, lane: string): Promi
  * A lease on `lane` for the call, waiting in its queue for as long as the lane's queue timeout
  * allows, or null when the client left meanwhile; a refusal (at once, or at the timeout) is
  * thrown. The one queued acquire of the request path: the wait phase's, and dispatch's for a
- * fallback lane (redispatch.ts). Only a call that gets here pays for an `AbortController`,
+ * fallback lane (fallback.ts). Only a call that gets here pays for an `AbortController`,
  * which the client's leaving aborts (`RequestContext.onClose`).
  */
 export async function queuedLease(
