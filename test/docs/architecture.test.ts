@@ -71,4 +71,24 @@ describe("docs/architecture.md", () => {
     assert.match(grants, /\n {2}protected giveBack\(/);
     assert.match(readFileSync("src/core/scheduler.ts", "utf8"), /class Scheduler extends Grants\b/);
   });
+  test("the gateway answers each question in the one place it names (lane.ts, reply.ts, wait.ts's acquire)", () => {
+    assert.match(DOC, /`lane\.ts` \(the one place the lane is decided/);
+    assert.match(DOC, /`reply\.ts` \(the one place an error becomes an answer/);
+    const sources = filesUnder("src/gateway").filter((f) => f.endsWith(".ts") && !f.endsWith(".test.ts"));
+    /** The gateway's source files that match `pattern`, by their path under src/gateway. */
+    const using = (pattern: RegExp) =>
+      sources.filter((f) => pattern.test(readFileSync(f, "utf8"))).map((f) => f.slice("src/gateway/".length));
+    // The model resolved and the Governor asked about the lane only in lane.ts.
+    assert.deepEqual(using(/ctx\.model = |governor\.(check|checkKey|admissionRefusal)\(/), ["lane.ts"]);
+    // Refusals sent, and held while a client storms, only in reply.ts.
+    assert.deepEqual(using(/\bsendRefusal\(|\bsendHttpError\(|\bholdUntil\(|\bheld\(ctx/).sort(), [
+      "http-error.ts",
+      "pacing.ts",
+      "refusal.ts",
+      "reply.ts",
+    ]);
+    // One queued acquire on the request path: the wait phase's, which the fallback reuses.
+    assert.deepEqual(using(/\.acquire\(/).sort(), ["phases/wait.ts"]);
+    assert.match(readFileSync("src/gateway/fallback.ts", "utf8"), /queuedLease\(ctx, gw, name\)/);
+  });
 });
