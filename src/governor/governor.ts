@@ -1,13 +1,14 @@
 /**
  * The imperative shell around the pure core (STYLE G2, G11): it owns the clock, the single
  * timer, AbortSignals and promises, and hands the scheduler `nowMs`. One process, memory store;
- * the fleet store plugs in behind the same calls later.
+ * a fleet store plugs in behind the same calls (its hooks: fleet-hooks.ts). What it answers
+ * without changing anything (pre-body checks, header numbers) is in reads.ts.
  */
 import { channel } from "node:diagnostics_channel";
 import { hostname } from "node:os";
 import type { BreakerTransition } from "../core/breaker.js";
 import { type Clock, systemClock } from "../core/clock.js";
-import { KeyLimitError, type SluiceError } from "../core/errors.js";
+import type { SluiceError } from "../core/errors.js";
 import { Emitter, type Event } from "../core/events.js";
 import { Lane } from "../core/lane.js";
 import { type Lease, Ticket, type TicketOwner } from "../core/lease.js";
@@ -15,7 +16,7 @@ import { type GovernorOptions, type ResolvedOptions, resolveGovernorOptions } fr
 import { classifyOutcome, type FailureInput, type Outcome } from "../core/outcome.js";
 import type { Pod } from "../core/pod.js";
 import { DEFAULT_RANK, type Priority, type Rank, rankOrThrow } from "../core/priority.js";
-import { type RateLimitInfo, rateLimitsOf } from "../core/rate-limits.js";
+import type { RateLimitInfo } from "../core/rate-limits.js";
 import {
   type GrantEvent,
   type RefusalEvent,
@@ -25,12 +26,11 @@ import {
 } from "../core/scheduler.js";
 import type { LaneStatus, Snapshot } from "../core/snapshot.js";
 import type { Store } from "../core/store.js";
-import { waitState } from "../core/wait-state.js";
 import { MemoryStore } from "../store/memory.js";
 import { type AcquireOptions, type BreakerEvent, capped, tokenEstimate } from "./acquire-options.js";
 import { currentPriority } from "./context.js";
 import { type FleetHooks, wireFleetHooks } from "./fleet-hooks.js";
-import { keyRateLimits } from "./key-budgets.js";
+import { arrivalRefusal, keyRefusal, laneRateLimits, laneStatusOf, type ReadParts } from "./reads.js";
 import { Registry } from "./registry.js";
 import { route } from "./route.js";
 import { Signal } from "./signal.js";
@@ -65,6 +65,8 @@ export class Governor {
   readonly #replica = `${hostname()}:${process.pid}`;
   readonly #timer: WakeTimer;
   readonly #waiters: Waiters;
+  /** What the reads (reads.ts) look at. */
+  readonly #reads: ReadParts;
   /** A fleet store's hooks (fleet-hooks.ts); null with one process's store. */
   readonly #fleet: FleetHooks | null;
   #closed = false;
@@ -110,6 +112,7 @@ export class Governor {
       (lane, pod, t) => this.#onBreaker(lane, pod, t),
       () => this.#clock.now(),
     );
+    this.#reads = { registry: this.#registry, scheduler: this.#scheduler, clock: this.#clock };
     // A fleet store shares pods' state, advertises waiters and wakes them (fleet-hooks.ts).
     this.#fleet = wireFleetHooks({
       store: this.#store,
@@ -178,23 +181,12 @@ export class Governor {
     lane: string,
     options: { priority?: Priority; key?: string; tokens?: number } = {},
   ): SluiceError | undefined {
-    const laneState = this.#registry.lanes.get(lane);
-    if (laneState === undefined) return undefined;
-    const key = this.#registry.key(options.key);
-    const rank = capped(rankOrThrow(options.priority ?? currentPriority() ?? "default"), key);
-    const now = this.#clock.now();
-    const routed = route(this.#registry, this.#scheduler, laneState, now, false);
-    if (!(routed instanceof Lane)) return routed;
-    const tokens = tokenEstimate(options.tokens);
-    if (tokens instanceof Error) throw tokens;
-    return this.#scheduler.precheck(routed, rank, key, tokens, now) ?? undefined;
+    return arrivalRefusal(this.#reads, lane, options);
   }
 
   /** The key's refusal if it is at its in flight + queued bound now (pre-body, lane unknown). */
   checkKey(key: string): SluiceError | undefined {
-    const k = this.#registry.keys.get(key);
-    if (k === undefined || !k.full) return undefined;
-    return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000, k.elsewhere);
+    return keyRefusal(this.#registry, key);
   }
 
   /**
@@ -241,10 +233,7 @@ export class Governor {
    * (the whole level). With `key`, that key's buckets and its tenant's follow.
    */
   rateLimits(lane: string, priority: Priority = "interactive", key?: string): RateLimitInfo[] {
-    const l = this.#registry.lanes.get(lane);
-    if (l === undefined) return [];
-    const now = this.#clock.now();
-    return [...rateLimitsOf(l, now, rankOrThrow(priority)), ...keyRateLimits(this.#registry.key(key), now)];
+    return laneRateLimits(this.#reads, lane, priority, key);
   }
 
   /**
@@ -253,16 +242,7 @@ export class Governor {
    * undefined for unknown or pass-through lanes.
    */
   laneStatus(lane: string, withState = false): LaneStatus | undefined {
-    const l = this.#registry.lanes.get(lane);
-    if (l === undefined) return undefined;
-    const state = withState ? waitState(l, this.#clock.now()) : undefined;
-    return {
-      inflight: l.inflight,
-      queued: l.queue.size,
-      queueLimit: l.settings.queueLimit,
-      width: l.width,
-      state,
-    };
+    return laneStatusOf(this.#reads, lane, withState);
   }
 
   /**

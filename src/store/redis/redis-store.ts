@@ -7,13 +7,13 @@
  * replicas held when it last heard (`others`). A grant is two steps. `take` checks and takes the
  * mirror at once, in the scheduler's synchronous pass, so this process never over-grants while it
  * waits; `confirm` then runs one script over every fleet budget of the path (one round trip,
- * Redis time, all or nothing). A refusal rolls the local take back and refreshes the mirror from
+ * Redis time, all or nothing: `redis/confirm.ts`). A refusal rolls the local take back and refreshes the mirror from
  * the script's answer, so the waiter stays queued until a release somewhere frees room: releases
  * publish the budgets they freed while another replica waits (`redis/releases.ts`), a replica that
  * starts waiting re-reads the fleet, and every heartbeat does (the polling fallback).
  *
  * Crash safety: a replica's counts live under its lease, renewed by a heartbeat every
- * `leaseTtlMs ÷ 3`; a killed replica's counts stop counting within the TTL. A Redis that lost its
+ * `leaseTtlMs ÷ 3` (`redis/heartbeat.ts`); a killed replica's counts stop counting within the TTL. A Redis that lost its
  * data is re-initialised by the next heartbeat (each replica writes back what it holds).
  *
  * Store outage (`onStoreError`): `local` divides each fleet limit by `expectedReplicas` and goes on
@@ -27,7 +27,6 @@ import type { AccountBudget, AccountSettings } from "../../core/account.js";
 import type { AdmissionBudget } from "../../core/admission.js";
 import type { ArrivalBudget, Budget, ConcurrencyBudget } from "../../core/budget.js";
 import { type Clock, systemClock } from "../../core/clock.js";
-import { StoreUnavailableError } from "../../core/errors.js";
 import { Emitter, type Event } from "../../core/events.js";
 import { resolveFleetOptions } from "../../core/fleet-options.js";
 import type { Path } from "../../core/path.js";
@@ -38,6 +37,7 @@ import type { FleetStore } from "../../core/store.js";
 import { MemoryStore } from "../memory.js";
 import { FleetAccounts } from "./accounts.js";
 import { type BatchedClient, turnPipelined } from "./batch.js";
+import { FleetConfirm } from "./confirm.js";
 import {
   type FleetConnection,
   fleetConnections,
@@ -45,17 +45,17 @@ import {
   startOrClose,
   subscribeKept,
 } from "./connection.js";
-import { FleetGrants, type GrantAnswer, grantRequest } from "./grant.js";
+import { FleetGrants } from "./grant.js";
+import { FleetHeartbeat } from "./heartbeat.js";
 import { FleetKeys } from "./keys.js";
 import { routeMessages } from "./messages.js";
 import { FleetMirror } from "./mirror.js";
 import type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
 import { FleetOutage } from "./outage.js";
 import { FleetPods } from "./pods.js";
-import { type FleetLink, FleetRates, type MeteredPart } from "./rates.js";
+import { type FleetLink, FleetRates } from "./rates.js";
 import { FleetReleases } from "./releases.js";
 import { FleetResync } from "./resync.js";
-import * as script from "./script-calls.js";
 import { FleetWaiters, type WaitingSource } from "./waiters.js";
 
 export type { FleetStatus, OnStoreError, RedisStoreOptions } from "./options.js";
@@ -74,7 +74,6 @@ export class RedisStore implements FleetStore {
   readonly #batched: BatchedClient; // #client's scripts, one write per event-loop turn (not ioredis's)
   readonly #subscriber: FleetConnection;
   readonly #ttlMs: number;
-  readonly #heartbeatMs: number; // a third of the lease (`heartbeatMs`, core/fleet-options.ts)
   readonly #policy: OnStoreError;
   readonly #replicas: number;
   /** The replicas set and this replica's id in it, as every grant names them. */
@@ -91,8 +90,8 @@ export class RedisStore implements FleetStore {
   readonly #link: FleetLink;
   readonly #outage: FleetOutage; // the mode, `local`'s shares, the settling after an outage
   readonly #settleChannel: string;
-  #registered = false; // a heartbeat was answered: a re-registration now means Redis forgot us
-  #timer: NodeJS.Timeout | undefined;
+  readonly #confirm: FleetConfirm; // a grant's second step: the fleet's take of the mirror's
+  readonly #heartbeat: FleetHeartbeat; // the lease renewed every third of its TTL, and the polling fallback
 
   /** A round trip to Redis failed (`sluice_store_errors_total`). */
   readonly onError: Event<void> = this.#storeErrors.event;
@@ -107,7 +106,6 @@ export class RedisStore implements FleetStore {
     this.description = redactedUrl(options.url);
     this.replica = options.replica ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#ttlMs = fleet.leaseTtlMs;
-    this.#heartbeatMs = fleet.heartbeatMs;
     this.#policy = fleet.onStoreError;
     this.#replicas = fleet.expectedReplicas;
     const tag = `{${fleet.prefix}}`;
@@ -136,21 +134,35 @@ export class RedisStore implements FleetStore {
     this.#pods = new FleetPods(link, tag, `${tag}:pods`);
     this.onPodState = this.#pods.onState;
     const waitKey = (budget: Budget) => this.#mirror.waitKey(budget);
-    this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#beat(false));
+    this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#heartbeat.beat(false));
     this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
-    this.#resync = new FleetResync(link.connected, () => void this.#beat(false));
+    this.#resync = new FleetResync(link.connected, () => void this.#heartbeat.beat(false));
     this.#outage = new FleetOutage({
       ...{ policy: this.#policy, replicas: this.#replicas, leaseTtlMs: this.#ttlMs, link },
       ...{ mirror: this.#mirror, rates: this.#rates, accounts: this.#accounts, resync: this.#resync },
       releases: this.#releases,
       errored: () => this.#storeErrors.emit(),
-      beat: () => void this.#beat(false),
+      beat: () => void this.#heartbeat.beat(false),
       rollCall: () => void this.#client.publish(this.#settleChannel, this.replica).catch(() => {}),
     });
     const [mirror, releases, resync, policy] = [this.#mirror, this.#releases, this.#resync, this.#policy];
     // Re-registers when Redis forgot this replica; an arrival past its share waits while settling.
     const own = { reRegister: () => this.heartbeat(), settling: this.#outage.keySettling };
     this.#keys = new FleetKeys({ link, mirror, releases, resync, policy, ...own, ...this.#lease });
+    this.#confirm = new FleetConfirm({
+      ...{ grants: this.#grants, mirror, rates: this.#rates, releases, resync, outage: this.#outage },
+      ...{ lease: this.#lease, description: this.description, now: () => this.#clock.now() },
+    });
+    this.#heartbeat = new FleetHeartbeat({
+      ...{
+        client: this.#batched,
+        lease: this.#lease,
+        leaseTtlMs: this.#ttlMs,
+        heartbeatMs: fleet.heartbeatMs,
+      },
+      ...{ link, mirror, rates: this.#rates, releases, resync, outage: this.#outage },
+      ...{ waiters: this.#waiters, pods: this.#pods, changed: () => this.#changes.emit() },
+    });
     this.#client.on("error", () => {}); // surfaced as failed commands, counted in status()
     // A dropped connection: ioredis resends what was in flight once it reconnects, and a script
     // Redis ran before the drop runs twice. This replica's fields are rewritten (`redis/resync.ts`).
@@ -161,7 +173,7 @@ export class RedisStore implements FleetStore {
     this.#subscriber.on("error", () => {});
     routeMessages(this.#subscriber, {
       ...{ pods: this.#pods, accounts: this.#accounts, waiters: this.#waiters, mirror },
-      settle: { channel: this.#settleChannel, beat: () => void this.#beat(false) },
+      settle: { channel: this.#settleChannel, beat: () => void this.#heartbeat.beat(false) },
       ...{ replica: this.replica, changes: this.#changes },
     });
   }
@@ -183,13 +195,12 @@ export class RedisStore implements FleetStore {
     await subscribeKept(this.#subscriber, [this.#releases.channel, ...channels]); // and after reconnects
     await this.heartbeat(); // reads the kept state of the pods served, too
     if (this.#client.status === "end") return; // the start gave up meanwhile (its deadline passed)
-    this.#timer = setInterval(() => void this.heartbeat(), this.#heartbeatMs);
-    this.#timer.unref();
+    this.#heartbeat.start();
   }
 
   /** Stops the heartbeat and closes both connections (this replica's calls expire with its lease). */
   async close(): Promise<void> {
-    clearInterval(this.#timer);
+    this.#heartbeat.stop();
     this.#outage.shares.stop();
     this.#waiters.stop(); // and its look at the fleet when another replica's lease ends
     await this.#releases.flush(); // the last releases reach Redis before the connection closes
@@ -257,58 +268,10 @@ export class RedisStore implements FleetStore {
   /**
    * Confirms with the fleet what `take` took locally from `path` (from `from` on). Resolves false
    * when another replica holds the room (the caller rolls back); rejects with
-   * `StoreUnavailableError` while Redis is down and the policy is `closed`.
+   * `StoreUnavailableError` while Redis is down and the policy is `closed` (`redis/confirm.ts`).
    */
-  async confirm(path: Path, rank: Rank, from = 0, cost = 0, effective: number = rank): Promise<boolean> {
-    while (this.#resync.due) await this.#resync.wait(); // after an outage: this replica's counts first
-    const fleet = this.#mirror.fleetPart(path, rank, from);
-    const metered = this.#rates.part(path, cost, from, rank);
-    if (fleet.keys.length === 0 && metered === null) return true;
-    if (this.#outage.grantsLocally) return this.#heldLocally(fleet.keys, metered);
-    // Settling after an outage or a flush: not past this replica's share until the others' calls are counted.
-    if (this.#outage.holdsBack(fleet.keys, fleet.limits, metered)) return false;
-    const heard = this.#mirror.heard(fleet.keys);
-    this.#releases.flushFor(fleet.keys, fleet.spare);
-    // A release still unsent, or given while the grant is asked, reaches Redis after it: if that
-    // refuses, look again (nothing else would: the slot was freed here already).
-    const unsent = this.#releases.holds(fleet.keys);
-    const given = this.#releases.given;
-    let reply: GrantAnswer;
-    this.#resync.sent();
-    try {
-      reply = await this.#grants.askKnown(grantRequest(fleet, this.#lease, metered, effective));
-    } catch (error) {
-      this.#outage.failed();
-      this.#resync.answered();
-      if (this.#outage.mode !== "closed") return this.#heldLocally(fleet.keys, metered);
-      this.#rates.unreached(metered, this.#clock.now());
-      throw new StoreUnavailableError(
-        `fleet store ${this.description} unreachable: ${(error as Error).message}`,
-      );
-    }
-    this.#outage.ok();
-    const granted = reply.granted;
-    this.#rates.confirmed(metered, reply, this.#clock.now());
-    this.#mirror.setOthers(fleet.budgets, reply.others, fleet.keys, heard); // room grew: it looks again
-    // Better waiters elsewhere, this replica's fair share (asked with the lane's waiters): leave their room.
-    if (reply.lane !== null) this.#mirror.laneAnswer(fleet.keys[0]!, reply.lane, granted);
-    if (!granted) {
-      const gave = unsent || this.#releases.given !== given;
-      // A release heard while it was asked ran its pass while this call held its local take: look again.
-      const missed = this.#mirror.heardSince(fleet.keys, heard);
-      if (gave || missed) this.#mirror.lookAgainSoon(); // after the requeue
-      this.#resync.answered();
-      return false;
-    }
-    this.#mirror.confirmed(fleet.keys, +1);
-    this.#resync.answered();
-    return !this.#outage.overShare(fleet.keys, fleet.limits, metered); // given back if it is
-  }
-
-  /** A grant Redis did not see (`local`, `open`): held all the same, so in the counts the rewrite writes. */
-  #heldLocally(keys: readonly string[], metered: MeteredPart | null): true {
-    this.#mirror.confirmed(keys, +1);
-    return this.#rates.unconfirmed(metered);
+  confirm(path: Path, rank: Rank, from = 0, cost = 0, effective: number = rank): Promise<boolean> {
+    return this.#confirm.confirm(path, rank, from, cost, effective);
   }
 
   /** Gives back locally what a refused `confirm` took (nothing reached the fleet). */
@@ -346,39 +309,9 @@ export class RedisStore implements FleetStore {
     yield* this.#keys.all();
   }
 
-  /** Renews the lease and re-reads the fleet; writes back what it holds when Redis forgot it. Every TTL ÷ 3. */
+  /** Renews the lease and re-reads the fleet; writes back what it holds when Redis forgot it (`redis/heartbeat.ts`). */
   heartbeat(): Promise<void> {
-    return this.#beat(true);
-  }
-
-  /** `full` false: the counts only, re-read as this replica starts waiting (sent synchronously). */
-  async #beat(full: boolean): Promise<void> {
-    void this.#releases.flush(); // before the counts below: a re-registration writes them after the release
-    const rewrite = this.#resync.begin(); // after an outage: every field of this replica, known or not
-    const { keys, counts, budgets } = this.#mirror.all();
-    const heard = this.#mirror.heard(keys);
-    // This replica's fields are exact after the script: written back now, or nothing failed since.
-    const exact = rewrite !== undefined || this.#resync.exact; // `{P}:synced`
-    try {
-      const reply = await script.heartbeat(this.#batched, {
-        ...{ replicasKey: this.#lease.replicasKey, replica: this.replica, ttlMs: this.#ttlMs },
-        ...{ keys, counts, rewrite: rewrite !== undefined, exact },
-      });
-      const wasDown = this.#outage.mode !== "connected";
-      this.#outage.ok();
-      if (rewrite !== undefined) this.#resync.done(rewrite, true);
-      // The polling fallback: room freed by a lost release message or an expired lease is seen
-      // here at the latest, and every full heartbeat looks at the waiters (no waiter outwaits one).
-      this.#mirror.setOthers(budgets, reply.others, keys, heard); // room grew: it looks again
-      const settled = this.#outage.heard(keys, reply, reply.reRegistered && this.#registered);
-      this.#registered = true;
-      if (full)
-        await Promise.all([this.#rates.refresh(this.#link), this.#waiters.write(true), this.#pods.load()]);
-      if (wasDown || reply.reRegistered || full || settled) this.#changes.emit();
-    } catch {
-      this.#outage.failed();
-      if (rewrite !== undefined) this.#resync.done(rewrite, false);
-    }
+    return this.#heartbeat.beat(true);
   }
 
   /** Tells the other replicas a pod's new adaptive state (one refusal narrows it fleet-wide), kept for later ones. */
@@ -389,7 +322,7 @@ export class RedisStore implements FleetStore {
   /** The pods this replica serves: their kept state is read when first met (`onPodState`). */
   watchPods(source: () => Iterable<string>): void {
     this.#pods.watch(source);
-    if (this.#timer !== undefined) void this.#pods.load(); // started: now; else at start's heartbeat
+    if (this.#heartbeat.started) void this.#pods.load(); // started: now; else at start's heartbeat
   }
 
   /** Where this replica's waiting calls are counted, for the advertisement (priority across replicas). */
@@ -403,5 +336,3 @@ export class RedisStore implements FleetStore {
     this.#keys.touch(); // a keyed waiter may have left
   }
 }
-
-export { redactStoreUrl as redactedUrl } from "./connection.js";
