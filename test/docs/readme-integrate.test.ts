@@ -76,19 +76,19 @@ describe("README: from another project, vLLM and LiteLLM", { timeout: 60_000 }, 
       exports: Record<string, unknown>;
       bin: Record<string, string>;
     };
-    assert.deepEqual(Object.keys(pkg.exports).sort(), [".", "./client", "./testing"]);
+    assert.deepEqual(Object.keys(pkg.exports).sort(), [".", "./client", "./redis", "./testing"]);
     assert.ok(pkg.bin.sluice);
     const out = execFileSync(
       process.execPath,
       [
         "--input-type=module",
         "-e",
-        `const a = await import("sluice"); const b = await import("sluice/client"); const c = await import("sluice/testing");
-         console.log([typeof a.Governor, typeof a.withPriority, typeof a.QueueFullError, typeof b.createSluiceFetch, typeof c.ManualClock, typeof c.FixedWidth, typeof c.AimdWidth].join(","));`,
+        `const a = await import("sluice"); const b = await import("sluice/client"); const c = await import("sluice/testing"); const d = await import("sluice/redis");
+         console.log([typeof a.Governor, typeof a.withPriority, typeof a.QueueFullError, typeof b.createSluiceFetch, typeof c.ManualClock, typeof c.FixedWidth, typeof c.AimdWidth, typeof d.RedisStore].join(","));`,
       ],
       { encoding: "utf8" },
     );
-    assert.equal(out.trim(), Array(7).fill("function").join(","));
+    assert.equal(out.trim(), Array(8).fill("function").join(","));
     assert.match(
       section("Use it from another project"),
       new RegExp(`${pkg.name}-${pkg.version.replaceAll(".", "\\.")}\\.tgz`),
@@ -103,6 +103,7 @@ describe("README: from another project, vLLM and LiteLLM", { timeout: 60_000 }, 
     for (const f of [
       "dist/index.js",
       "dist/client/index.js",
+      "dist/store/redis/index.js",
       "dist/testing.js",
       "dist/cli/main.js",
       "dist/dashboard/page/index.html",
