@@ -10,7 +10,7 @@
  * empties, the flows are forgotten: nobody is backlogged, so nobody is owed a turn.
  */
 import { ClassList, type QueueNode } from "./arrival-list.js";
-import { ANONYMOUS, FairQueue, type Flow, type FlowState, IndexedHeap } from "./fair-queue.js";
+import { ANONYMOUS, FairQueue, type Flow, type FlowState, OldestHeap } from "./fair-queue.js";
 
 /** One flow's waiters of one class, in arrival order, with its place in the fair queue. */
 class FlowList<T extends QueueNode> extends ClassList<T> implements FlowState {
@@ -47,7 +47,7 @@ export class ClassQueue<T extends QueueNode> {
   /** The other flows' lists; null until the class first sees a flowed waiter. */
   #byFlow: Map<Flow, FlowList<T>> | null = null;
   #fair: FairQueue<FlowList<T>> | null = null;
-  #oldest: IndexedHeap<FlowList<T>> | null = null;
+  #oldest: OldestHeap<FlowList<T>> | null = null;
   /**
    * The latest arrival and enqueue time pushed since the class last emptied (flows only): a push
    * before either breaks the class's enqueue order, as an insert before the end does for one list.
@@ -161,7 +161,9 @@ export class ClassQueue<T extends QueueNode> {
   /** `node`, its flow's oldest, is about to be served: its flow pays for the grant (fair-queue.ts). */
   charge(node: T): void {
     if (this.#fair === null) return;
-    const list = this.#listHolding(node);
+    // Usually the fair choice: its list is the fair queue's next, no lookup by flow.
+    const next = this.#fair.next;
+    const list = next !== null && next.first === node ? next : this.#listHolding(node);
     this.#fair.charge(list, this.#portions?.get(list.flow) ?? 1);
     this.#charged = node; // the removal that follows finds its list here
     this.#chargedList = list;
@@ -236,7 +238,7 @@ export class ClassQueue<T extends QueueNode> {
   #startFlows(): void {
     this.#byFlow = new Map();
     this.#fair = new FairQueue();
-    this.#oldest = new IndexedHeap<FlowList<T>>(false);
+    this.#oldest = new OldestHeap<FlowList<T>>();
     const tail = this.anon.last;
     if (tail !== null) {
       this.#maxArrived = tail.arrivedAt;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { FairQueue, type Flow, type FlowState, IndexedHeap } from "./fair-queue.js";
+import { FairQueue, type Flow, type FlowState, OldestHeap, TagHeap } from "./fair-queue.js";
 import type { Rank } from "./priority.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 
@@ -97,35 +97,71 @@ describe("FairQueue", () => {
   });
 });
 
-describe("IndexedHeap", () => {
-  test("keeps the smallest on top through inserts, updates and removals from anywhere", () => {
-    const heap = new IndexedHeap<State>(true);
-    let seed = 7;
-    const rand = () => {
-      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
+describe("TagHeap and OldestHeap", () => {
+  const random = (seed: number) => () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+
+  test("the tag heap keeps the smallest tag, then turn, on top through inserts, served flows sinking and removals", () => {
+    const heap = new TagHeap<State>();
+    const rand = random(7);
     const live: State[] = [];
-    for (let i = 0; i < 2000; i++) {
+    let turns = 0;
+    for (let i = 0; i < 3000; i++) {
       const r = rand();
-      if (r < 0.5 || live.length === 0) {
+      if (r < 0.45 || live.length === 0) {
         const item = state(`s${i}`, 1);
-        item.vstart = Math.floor(rand() * 100);
-        item.turn = i;
+        item.vstart = Math.floor(rand() * 20); // many equal tags: the turn decides
+        item.turn = turns++;
         heap.insert(item);
         live.push(item);
-      } else if (r < 0.75) {
+      } else if (r < 0.8) {
         const item = live[Math.floor(rand() * live.length)]!;
-        item.vstart = Math.floor(rand() * 100);
-        heap.update(item);
+        item.vstart += Math.floor(rand() * 3);
+        item.turn = turns++;
+        heap.sink(item);
       } else {
         const item = live.splice(Math.floor(rand() * live.length), 1)[0]!;
         heap.remove(item);
         assert.equal(item.fairAt, -1);
       }
-      const min = Math.min(...live.map((x) => x.vstart));
-      assert.equal(heap.top?.vstart ?? Number.POSITIVE_INFINITY, min);
+      const min = [...live].sort((a, b) => a.vstart - b.vstart || a.turn - b.turn)[0] ?? null;
+      assert.equal(heap.top, min);
       for (const item of live) assert.equal(heap.items[item.fairAt], item);
+    }
+  });
+
+  test("the oldest heap keeps the earliest arrival, then enqueue time, on top as heads move either way", () => {
+    const heap = new OldestHeap<State>();
+    const rand = random(11);
+    const live: State[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const r = rand();
+      if (r < 0.45 || live.length === 0) {
+        const item = state(`s${i}`, 1);
+        item.headArrivedAt = Math.floor(rand() * 50);
+        item.headEnqueuedAt = i;
+        heap.insert(item);
+        live.push(item);
+      } else if (r < 0.8) {
+        const item = live[Math.floor(rand() * live.length)]!;
+        item.headArrivedAt = Math.floor(rand() * 50);
+        item.headEnqueuedAt = Math.floor(rand() * 3000);
+        heap.update(item);
+      } else {
+        const item = live.splice(Math.floor(rand() * live.length), 1)[0]!;
+        heap.remove(item);
+        assert.equal(item.oldAt, -1);
+      }
+      const min = Math.min(...live.map((x) => x.headArrivedAt));
+      const top = heap.top;
+      assert.equal(top?.headArrivedAt ?? Number.POSITIVE_INFINITY, min);
+      if (top !== null) {
+        const tied = live.filter((x) => x.headArrivedAt === min).map((x) => x.headEnqueuedAt);
+        assert.equal(top.headEnqueuedAt, Math.min(...tied));
+      }
+      for (const item of live) assert.equal(heap.items[item.oldAt], item);
     }
   });
 });

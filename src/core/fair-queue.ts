@@ -36,11 +36,9 @@ export interface FlowState extends HeapItem {
 }
 
 /**
- * What an {@link IndexedHeap} orders: a flow's place in a queue, by virtual start tag, then turn
- * (`byTag`, index in `fairAt`), or by its oldest waiter's arrival, then enqueue time (index in
- * `oldAt`; copied onto the flow so a comparison never reads a waiter). Written out rather than
- * passed as callbacks: a grant sifts two heaps, and the indirect calls cost more than the
- * comparisons (a 100k push-and-drain over 100 flows: 50 → 26 ms).
+ * What the two flow heaps order: a flow's place in a queue, by virtual start tag, then turn
+ * ({@link TagHeap}, index in `fairAt`), or by its oldest waiter's arrival, then enqueue time
+ * ({@link OldestHeap}, index in `oldAt`; copied onto the flow so a comparison never reads a waiter).
  */
 export interface HeapItem {
   vstart: number;
@@ -51,28 +49,22 @@ export interface HeapItem {
   oldAt: number;
 }
 
-/** A binary min-heap that keeps each item's index on the item (so any item can move or leave). */
-export class IndexedHeap<S extends HeapItem> {
+/*
+ * The two heaps are binary min-heaps that keep each item's index on the item (so any item can
+ * move or leave), and each position's two keys in typed arrays beside the items: a sift compares
+ * numbers in two flat arrays instead of reading fields off flows scattered in memory, and each is
+ * written out for its own fields rather than one heap told which order to keep (a grant sifts
+ * both; a shared heap's branch on the order and its indirect index writes cost as much as the
+ * comparisons). The keys are copied when an item is placed, so an item's fields must not change
+ * while it is in a heap except through `sink` or `update`.
+ */
+
+/** Flows by virtual start tag, then turn (the fair queue's order); each item's index in `fairAt`. */
+export class TagHeap<S extends HeapItem> {
   readonly items: S[] = [];
-
-  constructor(private readonly byTag: boolean) {}
-
-  private before(a: S, b: S): boolean {
-    if (this.byTag) return a.vstart < b.vstart || (a.vstart === b.vstart && a.turn < b.turn);
-    return (
-      a.headArrivedAt < b.headArrivedAt ||
-      (a.headArrivedAt === b.headArrivedAt && a.headEnqueuedAt < b.headEnqueuedAt)
-    );
-  }
-
-  private setIndex(s: S, at: number): void {
-    if (this.byTag) s.fairAt = at;
-    else s.oldAt = at;
-  }
-
-  private indexOf(s: S): number {
-    return this.byTag ? s.fairAt : s.oldAt;
-  }
+  /** Each position's keys: its item's `vstart` and `turn`, copied when the item is placed. */
+  #k1 = new Float64Array(16);
+  #k2 = new Float64Array(16);
 
   get size(): number {
     return this.items.length;
@@ -82,73 +74,224 @@ export class IndexedHeap<S extends HeapItem> {
     return this.items.length === 0 ? null : this.items[0]!;
   }
 
-  has(s: S): boolean {
-    return this.indexOf(s) >= 0;
-  }
-
   insert(s: S): void {
+    const at = this.items.length;
+    if (at === this.#k1.length) this.#grow();
     this.items.push(s);
-    this.#up(this.items.length - 1, s);
+    this.#up(at, s, s.vstart, s.turn);
   }
 
-  /** `s` changed its key: moves it to its place. */
-  update(s: S): void {
-    const at = this.indexOf(s);
-    if (at > 0 && this.before(s, this.items[(at - 1) >> 1]!)) this.#up(at, s);
-    else this.#down(at, s);
+  /** `s`'s tag grew (it was served): it can only move down. */
+  sink(s: S): void {
+    this.#down(s.fairAt, s, s.vstart, s.turn);
   }
 
   remove(s: S): void {
-    const at = this.indexOf(s);
-    this.setIndex(s, -1);
+    const at = s.fairAt;
+    s.fairAt = -1;
     const last = this.items.pop()!;
     if (last === s) return;
-    this.items[at] = last;
-    this.setIndex(last, at);
-    this.update(last);
+    this.#place(at, last, last.vstart, last.turn);
   }
 
   /** Empties the heap (each item's index back to -1). */
   clear(): void {
-    for (const s of this.items) this.setIndex(s, -1);
+    for (const s of this.items) s.fairAt = -1;
     this.items.length = 0;
   }
 
-  #up(at: number, s: S): void {
+  /** Puts `s`, keys `a`, `b`, at its place from `at` (up or down). */
+  #place(at: number, s: S, a: number, b: number): void {
+    if (at > 0) {
+      const parent = (at - 1) >> 1;
+      const pa = this.#k1[parent]!;
+      if (a < pa || (a === pa && b < this.#k2[parent]!)) {
+        this.#up(at, s, a, b);
+        return;
+      }
+    }
+    this.#down(at, s, a, b);
+  }
+
+  #up(at: number, s: S, a: number, b: number): void {
     const items = this.items;
+    const k1 = this.#k1;
+    const k2 = this.#k2;
     while (at > 0) {
       const parent = (at - 1) >> 1;
+      const pa = k1[parent]!;
+      if (a > pa || (a === pa && b >= k2[parent]!)) break;
       const p = items[parent]!;
-      if (!this.before(s, p)) break;
       items[at] = p;
-      this.setIndex(p, at);
+      p.fairAt = at;
+      k1[at] = pa;
+      k2[at] = k2[parent]!;
       at = parent;
     }
     items[at] = s;
-    this.setIndex(s, at);
+    s.fairAt = at;
+    k1[at] = a;
+    k2[at] = b;
   }
 
-  #down(at: number, s: S): void {
+  #down(at: number, s: S, a: number, b: number): void {
     const items = this.items;
+    const k1 = this.#k1;
+    const k2 = this.#k2;
     const n = items.length;
     for (;;) {
       let child = 2 * at + 1;
       if (child >= n) break;
-      if (child + 1 < n && this.before(items[child + 1]!, items[child]!)) child++;
+      let ca = k1[child]!;
+      if (child + 1 < n) {
+        const ra = k1[child + 1]!;
+        if (ra < ca || (ra === ca && k2[child + 1]! < k2[child]!)) {
+          child++;
+          ca = ra;
+        }
+      }
+      if (a < ca || (a === ca && b <= k2[child]!)) break;
       const c = items[child]!;
-      if (!this.before(c, s)) break;
       items[at] = c;
-      this.setIndex(c, at);
+      c.fairAt = at;
+      k1[at] = ca;
+      k2[at] = k2[child]!;
       at = child;
     }
     items[at] = s;
-    this.setIndex(s, at);
+    s.fairAt = at;
+    k1[at] = a;
+    k2[at] = b;
+  }
+
+  #grow(): void {
+    const k1 = new Float64Array(this.#k1.length * 2);
+    const k2 = new Float64Array(this.#k2.length * 2);
+    k1.set(this.#k1);
+    k2.set(this.#k2);
+    this.#k1 = k1;
+    this.#k2 = k2;
+  }
+}
+
+/** Flows by their oldest waiter's arrival, then enqueue time; each item's index in `oldAt`. */
+export class OldestHeap<S extends HeapItem> {
+  readonly items: S[] = [];
+  /** Each position's keys: its item's `headArrivedAt` and `headEnqueuedAt`, copied when the item is placed. */
+  #k1 = new Float64Array(16);
+  #k2 = new Float64Array(16);
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  get top(): S | null {
+    return this.items.length === 0 ? null : this.items[0]!;
+  }
+
+  insert(s: S): void {
+    const at = this.items.length;
+    if (at === this.#k1.length) this.#grow();
+    this.items.push(s);
+    this.#up(at, s, s.headArrivedAt, s.headEnqueuedAt);
+  }
+
+  /** `s`'s oldest waiter changed: moves it to its place. */
+  update(s: S): void {
+    this.#place(s.oldAt, s, s.headArrivedAt, s.headEnqueuedAt);
+  }
+
+  remove(s: S): void {
+    const at = s.oldAt;
+    s.oldAt = -1;
+    const last = this.items.pop()!;
+    if (last === s) return;
+    this.#place(at, last, last.headArrivedAt, last.headEnqueuedAt);
+  }
+
+  /** Empties the heap (each item's index back to -1). */
+  clear(): void {
+    for (const s of this.items) s.oldAt = -1;
+    this.items.length = 0;
+  }
+
+  /** Puts `s`, keys `a`, `b`, at its place from `at` (up or down). */
+  #place(at: number, s: S, a: number, b: number): void {
+    if (at > 0) {
+      const parent = (at - 1) >> 1;
+      const pa = this.#k1[parent]!;
+      if (a < pa || (a === pa && b < this.#k2[parent]!)) {
+        this.#up(at, s, a, b);
+        return;
+      }
+    }
+    this.#down(at, s, a, b);
+  }
+
+  #up(at: number, s: S, a: number, b: number): void {
+    const items = this.items;
+    const k1 = this.#k1;
+    const k2 = this.#k2;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      const pa = k1[parent]!;
+      if (a > pa || (a === pa && b >= k2[parent]!)) break;
+      const p = items[parent]!;
+      items[at] = p;
+      p.oldAt = at;
+      k1[at] = pa;
+      k2[at] = k2[parent]!;
+      at = parent;
+    }
+    items[at] = s;
+    s.oldAt = at;
+    k1[at] = a;
+    k2[at] = b;
+  }
+
+  #down(at: number, s: S, a: number, b: number): void {
+    const items = this.items;
+    const k1 = this.#k1;
+    const k2 = this.#k2;
+    const n = items.length;
+    for (;;) {
+      let child = 2 * at + 1;
+      if (child >= n) break;
+      let ca = k1[child]!;
+      if (child + 1 < n) {
+        const ra = k1[child + 1]!;
+        if (ra < ca || (ra === ca && k2[child + 1]! < k2[child]!)) {
+          child++;
+          ca = ra;
+        }
+      }
+      if (a < ca || (a === ca && b <= k2[child]!)) break;
+      const c = items[child]!;
+      items[at] = c;
+      c.oldAt = at;
+      k1[at] = ca;
+      k2[at] = k2[child]!;
+      at = child;
+    }
+    items[at] = s;
+    s.oldAt = at;
+    k1[at] = a;
+    k2[at] = b;
+  }
+
+  #grow(): void {
+    const k1 = new Float64Array(this.#k1.length * 2);
+    const k2 = new Float64Array(this.#k2.length * 2);
+    k1.set(this.#k1);
+    k2.set(this.#k2);
+    this.#k1 = k1;
+    this.#k2 = k2;
   }
 }
 
 /** The backlogged flows of one class of one lane, by virtual start tag. */
 export class FairQueue<S extends FlowState> {
-  readonly #heap = new IndexedHeap<S>(true);
+  readonly #heap = new TagHeap<S>();
   /** Virtual time: the start tag of the last waiter served. */
   #vnow = 0;
   #turns = 0;
@@ -206,7 +349,7 @@ export class FairQueue<S extends FlowState> {
     if (s.vstart > this.#vnow) this.#vnow = s.vstart;
     s.vstart += 1 / (s.flow.weight * portion);
     s.turn = this.#turns++;
-    if (s.fairAt >= 0) this.#heap.update(s);
+    if (s.fairAt >= 0) this.#heap.sink(s);
   }
 
   /** Forgets every flow and virtual time (the class emptied: nobody is owed anything). */

@@ -150,6 +150,13 @@ export class WaitQueue<T extends QueueNode> {
    * (else its oldest: aging lifted it past another class).
    */
   best(nowMs: number, agingMs: number): T | null {
+    // One class waiting (a busy lane's usual state): no class to compare with, so its next goes
+    // without finding its oldest (with flows, the top of a heap over them).
+    const c = this.#classes;
+    const size = this.#size;
+    if (c[1].live === size) return c[1].next; // also an empty queue's null
+    if (c[0].live === size) return c[0].next;
+    if (c[2].live === size) return c[2].next;
     let best: T | null = null;
     let bestRank = 3;
     let second: T | null = null;
