@@ -95,6 +95,25 @@ export class LaneAdvert {
   }
 }
 
+/** The flows' tokens of an advertisement's value (`encode`). */
+function tokensOf(value: string): Set<string> {
+  const tokens = new Set<string>();
+  const lines = value.split("\n");
+  for (let i = 1; i < lines.length; i++) {
+    const token = lines[i]!.split(" ")[2];
+    if (token !== undefined) tokens.add(token);
+  }
+  return tokens;
+}
+
+/** Whether `now` (an advertisement's value) names a flow `before` did not: this replica's part grew. */
+export function flowJoined(before: string | undefined, now: string): boolean {
+  if (now === "") return false;
+  const old = before === undefined ? new Set<string>() : tokensOf(before);
+  for (const token of tokensOf(now)) if (!old.has(token)) return true;
+  return false;
+}
+
 /** Parses `advertise.lua`'s spreads for one budget (malformed lines are skipped). */
 export function parseSpreads(answer: string): { rank: Rank; spread: number; token: string }[] {
   const out: { rank: Rank; spread: number; token: string }[] = [];

@@ -183,6 +183,15 @@ export class FleetMirror {
     return budget !== undefined && this.#hold.left(key, budget, none);
   }
 
+  /**
+   * A key (flow) started waiting here on the lane budget whose waiters hash is `waitKey`: this
+   * replica's weighted share there grew (flow-advert.ts), so the floor it held back to goes, and
+   * the scheduler looks again if that left room.
+   */
+  shareGrew(waitKey: string): void {
+    if (this.waitersLeftOn(waitKey, true)) this.lookAgainSoon();
+  }
+
   /** How many release messages have been heard on each of `keys` so far. */
   heard(keys: readonly string[]): number[] {
     return keys.map((k) => this.#heard.get(k) ?? 0);

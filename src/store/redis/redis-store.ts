@@ -135,6 +135,7 @@ export class RedisStore implements FleetStore {
     this.onPodState = this.#pods.onState;
     const waitKey = (budget: Budget) => this.#mirror.waitKey(budget);
     this.#waiters = new FleetWaiters(link, waitKey, tag, this.#ttlMs, () => this.#heartbeat.beat(false));
+    this.#waiters.onFlowJoined = (key) => this.#mirror.shareGrew(key);
     this.#releases = new FleetReleases(link, `${tag}:waiting`, `${tag}:released`);
     this.#resync = new FleetResync(link.connected, () => void this.#heartbeat.beat(false));
     this.#outage = new FleetOutage({

@@ -21,7 +21,7 @@ import type { Lane } from "../../core/lane.js";
 import type { ClassCounts, FlowCounts, LaneWaiting } from "../../core/lane-waiting.js";
 import type { Ticket } from "../../core/lease.js";
 import { effectiveRank, type Rank } from "../../core/priority.js";
-import { LaneAdvert } from "./flow-advert.js";
+import { flowJoined, LaneAdvert } from "./flow-advert.js";
 import type { FleetLink } from "./rates.js";
 import * as script from "./script-calls.js";
 
@@ -68,6 +68,15 @@ export class FleetWaiters {
     this.indexKey = `${tag}:waiting`;
     this.replicasKey = `${tag}:replicas`;
   }
+
+  /**
+   * A flow started waiting on the lane budget whose waiters hash is `waitKey`, and Redis has the
+   * advertisement that says so: this replica's weighted share there grew (flow-advert.ts), so the
+   * floor it held back to goes and it asks again (the store wires it to the mirror's hold-back).
+   * Without it the larger share showed only in the answer to its next grant, asked when one of
+   * its own calls ended.
+   */
+  onFlowJoined: (waitKey: string) => void = () => {};
 
   /** The store closes: no more looks at leases' ends. */
   stop(): void {
@@ -136,6 +145,8 @@ export class FleetWaiters {
       if (now.size > 0) this.#lookAtLeaseEnd(answer.soonestLeaseEndMs);
       // The portions of this replica's flows that wait elsewhere too (flow-advert.ts).
       for (let i = 0; i < keys.length; i++) adverts.get(keys[i]!)?.applySpreads(answer.spreads[i] ?? "");
+      for (let i = 0; i < keys.length; i++)
+        if (flowJoined(before.get(keys[i]!), values[i]!)) this.onFlowJoined(keys[i]!);
     } catch {
       // Not written: the next write sends these again (the heartbeat writes all of them).
       this.#sent.clear();
