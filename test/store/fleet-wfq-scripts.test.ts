@@ -9,7 +9,12 @@ import { after, before, describe, test } from "node:test";
 import type { Redis } from "ioredis";
 import { ANONYMOUS, type Flow } from "../../src/core/fair-queue.js";
 import type { Rank } from "../../src/core/priority.js";
-import { LaneAdvert, MAX_ADVERTISED_FLOWS, parseSpreads } from "../../src/store/redis/flow-advert.js";
+import {
+  flowJoined,
+  LaneAdvert,
+  MAX_ADVERTISED_FLOWS,
+  parseSpreads,
+} from "../../src/store/redis/flow-advert.js";
 import { runScript } from "../../src/store/redis/scripts.js";
 import { redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
@@ -136,5 +141,13 @@ describe("the advertisement's flows (flow-advert.ts)", () => {
       [["key:k 1", 1 / 3]],
     );
     assert.equal(portions.get(0)!.size, 0);
+  });
+
+  test("a flow joined when the new value names a token the old one did not (the counts alone never)", () => {
+    assert.equal(flowJoined(undefined, "0 1 0\n1 1 key%3AA"), true);
+    assert.equal(flowJoined("0 1 0\n1 1 key%3AA", "0 7 0\n1 1 key%3AA"), false);
+    assert.equal(flowJoined("0 1 0\n1 1 key%3AA", "0 2 0\n1 1 key%3AA\n1 1 key%3AB"), true);
+    assert.equal(flowJoined("0 2 0\n1 1 key%3AA\n1 1 key%3AB", "0 1 0\n1 1 key%3AB"), false);
+    assert.equal(flowJoined("0 1 0\n1 1 key%3AA", ""), false);
   });
 });
