@@ -4,11 +4,18 @@
  * (e)'s grant latency with 10,000 waiters over 1,000 keys beside 10,000 with none.
  *
  *   node --import tsx bench/fair-keys.ts [--quick] [--no-weights]
+ *   SLUICE_CALLGRIND=1 valgrind --tool=callgrind [--cache-sim=yes] --callgrind-out-file=/tmp/cg.%p \
+ *     node --perf-basic-prof --import tsx bench/fair-keys.ts --burst=KEYS
+ *
+ * `--burst=KEYS` runs three warm-up (b) bursts of 20,000 tasks over KEYS keys (0: none) and then
+ * one more with callgrind's counts dumped just before and after it (`callgrind_control -d`): the
+ * last dump ÷ 20,000 is one task's instructions and simulated cache misses.
  *
  * `--no-weights` leaves `weight` out of the keys (for a tree before issue 24, whose options refuse
  * it). `npm run bench` prints the same rows under its table (`fairKeysRows`). Runs interleaved,
  * gc() before each, median of 3 reported.
  */
+import { execFileSync } from "node:child_process";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { Governor, type Priority } from "../src/index.js";
@@ -155,7 +162,24 @@ export function fairKeysRows(r: FairKeysResult): string[] {
   ];
 }
 
+/** One (b) burst over `keys` keys under callgrind's counts, after three warm-ups (see the top). */
+async function countedBurst(keys: number, weights: boolean): Promise<void> {
+  const n = 20_000;
+  for (let i = 0; i < 3; i++) await burst(n, keys, false, weights);
+  const dump = () => {
+    if (process.env.SLUICE_CALLGRIND === "1") execFileSync("callgrind_control", ["-d", String(process.pid)]);
+  };
+  dump();
+  await burst(n, keys, false, weights);
+  dump();
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
+  const counted = process.argv.find((a) => a.startsWith("--burst="));
+  if (counted !== undefined) {
+    await countedBurst(Number(counted.slice("--burst=".length)), !process.argv.includes("--no-weights"));
+    process.exit(0);
+  }
   const r = await fairKeys(process.argv.includes("--quick"), !process.argv.includes("--no-weights"));
   process.stdout.write(`${fairKeysRows(r).join("\n")}\n`);
   process.exit(0); // the resident instances' queued waiters (1 h timeouts) would keep it running
