@@ -64,6 +64,23 @@ describe("docs/architecture.md", () => {
     assert.doesNotMatch(store, /15_000|\?\? "local"|\?\? 2\b|\?\? "sluice"|ttlMs \/ 3/);
   });
 
+  test("the store contract is the core's: no optional members, and nothing in src/core imports a store", () => {
+    assert.match(DOC, /nothing in `src\/core` imports from `src\/store`/);
+    const contract = readFileSync("src/core/store.ts", "utf8");
+    assert.match(contract, /export interface FleetStore extends Store/);
+    assert.doesNotMatch(contract, /^\s+(readonly )?\w+\?[(:]/m, "an optional member of Store or FleetStore");
+    const core = filesUnder("src/core").filter((f) => f.endsWith(".ts"));
+    const importing = core.filter((f) => /from "\.\.\/store\//.test(readFileSync(f, "utf8")));
+    assert.deepEqual(importing, []);
+    const callers = ["src/governor/waiters.ts", "src/core/grants.ts", "src/governor/governor.ts"];
+    for (const f of callers)
+      assert.doesNotMatch(
+        readFileSync(f, "utf8"),
+        /\.(confirm|rollback) [!=]== undefined|prototype\.commit/,
+        f,
+      );
+  });
+
   test("a path is taken and given back in grants.ts, the scheduler's bookkeeping half, as it says", () => {
     assert.match(DOC, /\| `grants\.ts` \| `Grants`[^|]*`grant` and `giveBack`/);
     const grants = readFileSync("src/core/grants.ts", "utf8");
