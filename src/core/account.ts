@@ -120,7 +120,7 @@ export class AccountBudget implements Budget {
     this.settings = settings;
   }
 
-  hasRoom(rank: number, cost: number, nowMs: number): boolean {
+  hasRoom(rank: Rank, cost: number, nowMs: number): boolean {
     return (
       this.inflight + this.others < this.width.width &&
       this.quotaUntil <= nowMs &&

@@ -4,10 +4,10 @@
  * queue timeout, when the expected wait already exceeds the queue timeout, and when the queue is
  * full shed the newest waiter of a lower class — or refuse the arrival if there is none.
  */
-import type { ArrivalBudget } from "./budget.js";
+import { type ArrivalBudget, reserveFor } from "./budget.js";
 import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
-import { BULK, INTERACTIVE, type Rank } from "./priority.js";
+import { BULK, type Rank } from "./priority.js";
 import { MINUTE_MS } from "./rate-budget.js";
 import { bucketsOf } from "./rate-limits.js";
 import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
@@ -53,7 +53,7 @@ export function queueFull(
 ): QueueFullError {
   const width = lane.width;
   const free = Math.max(0, width - lane.inflight);
-  const reserved = rank === INTERACTIVE ? 0 : Math.min(free, lane.budget.reserve);
+  const reserved = Math.min(free, reserveFor(rank, lane.budget.reserve));
   return new QueueFullError(
     lane.name,
     lane.inflight,

@@ -49,6 +49,17 @@ export interface BudgetState {
 }
 
 /**
+ * The reserve rule (DESIGN §1.1), the one place it is written: of a budget's `reserve`, what a
+ * call of own class `rank` must leave unused — all of it, unless the call is interactive. A
+ * lane's slots (`ConcurrencyBudget.limitFor`), a token or request bucket's level
+ * (`RateBudget.floorFor`), the fleet's copies of both (`store/redis/mirror.ts`, `rates.ts`) and the
+ * queue-full refusal's numbers (`arrival.ts`) all ask it.
+ */
+export function reserveFor(rank: Rank, reserve: number): number {
+  return rank === INTERACTIVE ? 0 : reserve;
+}
+
+/**
  * Calls in flight against a limit, with an optional reserve that only interactive calls may use
  * (DESIGN §1.1). Lanes, GPU groups, accounts and the gateway's in-flight bound are these.
  */
@@ -66,9 +77,16 @@ export class ConcurrencyBudget implements Budget {
     public reserve = 0,
   ) {}
 
-  /** The one place the reserve rule is written. */
+  /**
+   * How many calls may be in flight, fleet-wide, when a call of own class `rank` takes its slot:
+   * the limit less the reserve that call may not use (`reserveFor`).
+   */
+  limitFor(rank: Rank): number {
+    return this.limit - reserveFor(rank, this.reserve);
+  }
+
   hasRoom(rank: Rank): boolean {
-    return this.inflight + this.others < this.limit - (rank === INTERACTIVE ? 0 : this.reserve);
+    return this.inflight + this.others < this.limitFor(rank);
   }
 
   take(): void {

@@ -32,11 +32,11 @@
  * The state is plain data (`toJSON`: level, updatedAt, perMinute), so a shared store can keep it:
  * the level at time t is `min(perMinute, level + (t − updatedAt) × perMinute / 60 000)`.
  */
-import type { Budget, BudgetState } from "./budget.js";
+import { type Budget, type BudgetState, reserveFor } from "./budget.js";
 import { ClassShares } from "./class-shares.js";
 import { DrawnLog } from "./drawn-log.js";
 import { MinuteCounter } from "./minute-counter.js";
-import { BULK, INTERACTIVE, type Rank } from "./priority.js";
+import { BULK, type Rank } from "./priority.js";
 
 /** What a rate budget counts: tokens (`cost` per call) or requests (one per call). */
 export type RateUnit = "tokens" | "requests";
@@ -110,8 +110,8 @@ export class RateBudget implements Budget {
   }
 
   /** What the bucket keeps after a take by a call of own class `rank`: the reserve, 0 for interactive. */
-  floorFor(rank: number): number {
-    return rank === INTERACTIVE ? 0 : this.reserve;
+  floorFor(rank: Rank): number {
+    return reserveFor(rank, this.reserve);
   }
 
   /**
@@ -119,13 +119,13 @@ export class RateBudget implements Budget {
    * plus the reserve it must leave unless it is interactive. The one expression `hasRoom`,
    * `nextChangeAt` and the arrival rules (`arrival.ts`) share.
    */
-  needs(cost: number, rank: number): number {
+  needs(cost: number, rank: Rank): number {
     return this.amount(cost) + this.floorFor(rank);
   }
 
   /** Whether the estimate `cost` of a call of own class `rank` is covered now (the reserve rule). */
-  hasRoom(rank: number, cost: number, nowMs: number): boolean {
-    return nowMs >= this.readyAt(this.needs(cost, rank)) && this.sharesAllow(rank as Rank, cost, nowMs);
+  hasRoom(rank: Rank, cost: number, nowMs: number): boolean {
+    return nowMs >= this.readyAt(this.needs(cost, rank)) && this.sharesAllow(rank, cost, nowMs);
   }
 
   /** Whether the class shares let a call of own class `rank` take `cost` now (true without shares). */

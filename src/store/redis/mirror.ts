@@ -330,7 +330,8 @@ export class FleetMirror {
 const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 
 /**
- * A shared budget's limit for a call of class `rank` (a lane's reserve is for interactive calls).
+ * A shared budget's limit for a call of class `rank` (a lane's is its own `limitFor`: less the
+ * reserve the call may not use).
  * A pod whose breaker is not closed takes exactly one probe fleet-wide: its limit is what this
  * replica already holds there (`mine`, calls from before the trip) plus one, so another
  * replica's call on the pod refuses this replica's probe.
@@ -340,5 +341,5 @@ function limitFor(budget: Shared, rank: Rank, mine = 0): number {
   if (budget instanceof AccountBudget) return Math.min(UNBOUNDED, budget.width.width);
   if (budget instanceof AdmissionBudget) return budget.maxInflight;
   if (budget instanceof FleetKeyBudget) return budget.limit;
-  return budget.limit - (rank === INTERACTIVE ? 0 : budget.reserve);
+  return budget.limitFor(rank);
 }

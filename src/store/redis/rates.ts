@@ -17,8 +17,9 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { AccountBudget } from "../../core/account.js";
+import { reserveFor } from "../../core/budget.js";
 import type { Path } from "../../core/path.js";
-import { INTERACTIVE, type Rank } from "../../core/priority.js";
+import type { Rank } from "../../core/priority.js";
 import { RateBudget } from "../../core/rate-budget.js";
 import * as script from "./script-calls.js";
 
@@ -343,7 +344,7 @@ export class FleetRates {
 
   /** What a call of own class `rank` must leave in the fleet's `bucket`: its configured interactive reserve, 0 for interactive. */
   #reserve(bucket: RateBudget, rank: Rank): number {
-    return rank === INTERACTIVE ? 0 : (this.#fullCapacity.get(bucket)?.reserve ?? bucket.reserve);
+    return reserveFor(rank, this.#fullCapacity.get(bucket)?.reserve ?? bucket.reserve);
   }
 
   /** Each fleet bucket on `path` from `from` on, with its key: lanes' buckets and accounts' buckets. */
