@@ -5,45 +5,37 @@
  * gateway's `admission.max_concurrency` / `max_queued`; a library may set it too.
  *
  * One budget with two limits: the in-flight part sits on every lane's path like any other budget
- * (`hasRoom`/`take`/`give`); the admitted part is taken on arrival (`enter`) — before a request
- * body is read, so a flood of uploads is refused without reading them — and given back when the
- * request ends (`leave`). Its refusal carries a Retry-After from the measured drain rate
+ * (it is a `ConcurrencyBudget` with no reserve, and takes and gives as one); the admitted part is
+ * taken on arrival (`enter`) — before a request body is read, so a flood of uploads is refused
+ * without reading them — and given back when the request ends (`leave`). Its refusal carries a Retry-After from the measured drain rate
  * (Little's law over all lanes), not a constant.
  */
-import type { Budget, BudgetState } from "./budget.js";
+import { type BudgetState, ConcurrencyBudget } from "./budget.js";
 import { QueueFullError } from "./errors.js";
 import { HoldTime, retryAfterMs } from "./retry-after.js";
 
-export class AdmissionBudget implements Budget {
-  /** Calls in flight across every lane. */
-  inflight = 0;
-  /** Calls other processes hold in flight, as a fleet store last saw them (0 with the memory store). */
-  others = 0;
+export class AdmissionBudget extends ConcurrencyBudget {
   /** Requests admitted and not yet ended (in flight, waiting, or still sending their body). */
   entered = 0;
   /** How long calls hold their slot, over all lanes: the drain rate. */
   readonly hold = new HoldTime();
 
   constructor(
-    readonly name: string,
-    public maxInflight: number,
+    name: string,
+    maxInflight: number,
+    /** Requests admitted beyond `maxInflight`: waiting, or still sending their body. */
     public maxQueued: number,
-  ) {}
-
-  hasRoom(): boolean {
-    return this.inflight + this.others < this.maxInflight;
+  ) {
+    super(name, maxInflight);
   }
 
-  take(): void {
-    this.inflight++;
+  /** Calls in flight at once across every lane: the budget's `limit`, under the option's name. */
+  get maxInflight(): number {
+    return this.limit;
   }
 
-  give(): void {
-    if (this.inflight > 0) this.inflight--;
-  }
-
-  nextChangeAt(): undefined {
-    return undefined;
+  set maxInflight(n: number) {
+    this.limit = n;
   }
 
   /** Whether one more request fits now. */
@@ -79,7 +71,7 @@ export class AdmissionBudget implements Budget {
     return this.entered === 0;
   }
 
-  toJSON(): BudgetState & { entered: number; maxQueued: number } {
+  override toJSON(): BudgetState & { entered: number; maxQueued: number } {
     return {
       name: this.name,
       limit: this.maxInflight,

@@ -61,7 +61,7 @@ export function reserveFor(rank: Rank, reserve: number): number {
 
 /**
  * Calls in flight against a limit, with an optional reserve that only interactive calls may use
- * (DESIGN §1.1). Lanes, GPU groups, accounts and the gateway's in-flight bound are these.
+ * (DESIGN §1.1). Lanes, GPU groups and the gateway's in-flight bound (`AdmissionBudget`) are these.
  */
 export class ConcurrencyBudget implements Budget {
   /** Calls this process holds. */

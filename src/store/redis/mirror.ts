@@ -339,7 +339,6 @@ const UNBOUNDED = Number.MAX_SAFE_INTEGER;
 function limitFor(budget: Shared, rank: Rank, mine = 0): number {
   if (budget instanceof Pod) return budget.breaker.kind === "closed" ? budget.width.width : mine + 1;
   if (budget instanceof AccountBudget) return Math.min(UNBOUNDED, budget.width.width);
-  if (budget instanceof AdmissionBudget) return budget.maxInflight;
   if (budget instanceof FleetKeyBudget) return budget.limit;
   return budget.limitFor(rank);
 }
