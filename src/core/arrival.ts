@@ -8,9 +8,9 @@ import { type ArrivalBudget, reserveFor } from "./budget.js";
 import { KeyLimitError, QueueFullError, RateLimitError } from "./errors.js";
 import type { Lane } from "./lane.js";
 import { BULK, type Rank } from "./priority.js";
-import { MINUTE_MS } from "./rate-budget.js";
 import { bucketsOf } from "./rate-limits.js";
-import { expectedWaitMs, MIN_RETRY_AFTER_MS, retryAfterMs } from "./retry-after.js";
+import { MINUTE_MS, refillMs } from "./refill.js";
+import { expectedWaitMs, retryAfterFloor, retryAfterMs } from "./retry-after.js";
 import type { QueueNode } from "./wait-queue.js";
 
 /** Releases measured before the expected-wait rule trusts the lane's drain rate. */
@@ -123,7 +123,7 @@ export function rateRefusal(
           needed,
           bucket.perMinute,
           Math.floor(bucket.levelAt(nowMs)),
-          Math.max(MIN_RETRY_AFTER_MS, Math.ceil(retryMs)),
+          retryAfterFloor(retryMs),
           reason,
           floor,
         );
@@ -135,8 +135,7 @@ export function rateRefusal(
       }
       const ahead =
         bucket.unit === "tokens" ? tokensAhead(lane, rank) : lane.queue.positionForArrival(rank) - 1;
-      const behindOthersMs =
-        ((ahead + needed + floor - bucket.levelAt(nowMs)) * MINUTE_MS) / bucket.perMinute;
+      const behindOthersMs = refillMs(ahead + needed + floor - bucket.levelAt(nowMs), bucket.perMinute);
       const coverMs = Math.max(waitMs, behindOthersMs);
       // At the timeout itself the waiter is expired before the pass that would grant it.
       if (coverMs >= lane.settings.queueTimeoutMs) return refusal(coverMs, "cannot_cover_in_time");

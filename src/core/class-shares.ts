@@ -18,8 +18,7 @@
  * would need each class's credit in Redis.
  */
 import type { Rank } from "./priority.js";
-
-const MINUTE_MS = 60_000;
+import { refilledIn, refillMs } from "./refill.js";
 
 /** Minutes of its share a class's credit holds at most: what it may take at once after a pause. */
 export const BURST_MINUTES = 0.25;
@@ -86,7 +85,7 @@ export class ClassShares {
   /** Class `rank`'s credit at `nowMs`: refilled at its share of the rate, at most its burst. */
   levelOf(rank: ClassRank, nowMs: number): number {
     const rate = this.shares[rank] * this.perMinute;
-    const refilled = this.#levels[rank]! + (Math.max(0, nowMs - this.#at[rank]!) * rate) / MINUTE_MS;
+    const refilled = this.#levels[rank]! + refilledIn(nowMs - this.#at[rank]!, rate);
     return Math.min(rate * BURST_MINUTES, refilled);
   }
 
@@ -118,7 +117,7 @@ export class ClassShares {
     const rate = this.shares[rank] * this.perMinute;
     if (rate <= 0) return Number.POSITIVE_INFINITY;
     // Just past zero: one token's hundredth of credit.
-    return nowMs + ((0.01 - level) * MINUTE_MS) / rate;
+    return nowMs + refillMs(0.01 - level, rate);
   }
 
   /** Charges a take of `amount` by class `rank` to its credit: at most one call and one burst in debt. */

@@ -19,6 +19,7 @@
  * Only what was drawn is counted, never what was refunded: counting more than was drawn makes the
  * bound lower, so the rule stays safe however refunds interleave.
  */
+import { refilledIn } from "./refill.js";
 
 /** Seconds of samples kept: a call held longer than this is refunded by the older rule only. */
 export const DRAWN_SECONDS = 300;
@@ -83,7 +84,7 @@ export class DrawnLog {
       const i = slot(s);
       if (seconds[i] !== s) continue;
       // Any time in second s: at most everything drawn from its start, at least the refill after it.
-      const refill = (Math.max(0, nowMs - (s + 1) * 1000) * perMinute) / 60_000;
+      const refill = refilledIn(nowMs - (s + 1) * 1000, perMinute);
       low = Math.min(low, perMinute + refill - (this.total - before[i]!) - spent);
     }
     return low;

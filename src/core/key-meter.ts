@@ -19,8 +19,9 @@ import type { AccountBudget } from "./account.js";
 import { RateLimitError } from "./errors.js";
 import { Path } from "./path.js";
 import type { Rank } from "./priority.js";
-import { MINUTE_MS, type RateBudget } from "./rate-budget.js";
-import { MIN_RETRY_AFTER_MS } from "./retry-after.js";
+import type { RateBudget } from "./rate-budget.js";
+import { MINUTE_MS, refillMs } from "./refill.js";
+import { retryAfterFloor } from "./retry-after.js";
 
 // The key's meter rides on its arrival budget (`ArrivalBudget.meter`), declared here rather than in
 // budget.ts: the meter needs paths and accounts, which need budget.ts (no import cycle).
@@ -125,13 +126,13 @@ export class KeyMeter {
             needed,
             bucket.perMinute,
             Math.floor(level - ahead),
-            Math.max(MIN_RETRY_AFTER_MS, Math.ceil(retryMs)),
+            retryAfterFloor(retryMs),
             reason,
           );
         if (needed > bucket.perMinute) return refuse(MINUTE_MS, "exceeds_capacity");
         // Not `readyAt`: the calls ahead may together exceed the capacity and still fit in turn.
         const short = needed + ahead - level;
-        if (short > 0) return refuse((short * MINUTE_MS) / bucket.perMinute, "no_wait");
+        if (short > 0) return refuse(refillMs(short, bucket.perMinute), "no_wait");
       }
     }
     return null;

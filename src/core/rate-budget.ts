@@ -37,11 +37,10 @@ import { ClassShares } from "./class-shares.js";
 import { DrawnLog } from "./drawn-log.js";
 import { MinuteCounter } from "./minute-counter.js";
 import { BULK, type Rank } from "./priority.js";
+import { refilledIn, refillMs } from "./refill.js";
 
 /** What a rate budget counts: tokens (`cost` per call) or requests (one per call). */
 export type RateUnit = "tokens" | "requests";
-
-export const MINUTE_MS = 60_000;
 
 /** A rate budget's state as plain data. */
 export interface RateState extends BudgetState {
@@ -94,7 +93,7 @@ export class RateBudget implements Budget {
 
   /** The level at `nowMs`: refilled since the last change, capped at capacity; negative in debt. */
   levelAt(nowMs: number): number {
-    const refilled = this.#level + (Math.max(0, nowMs - this.#updatedAt) * this.perMinute) / MINUTE_MS;
+    const refilled = this.#level + refilledIn(nowMs - this.#updatedAt, this.perMinute);
     return Math.min(this.perMinute, refilled);
   }
 
@@ -106,7 +105,7 @@ export class RateBudget implements Budget {
   readyAt(amount: number): number {
     if (this.#level >= amount) return Number.NEGATIVE_INFINITY;
     if (amount > this.perMinute) return Number.POSITIVE_INFINITY;
-    return this.#updatedAt + ((amount - this.#level) * MINUTE_MS) / this.perMinute;
+    return this.#updatedAt + refillMs(amount - this.#level, this.perMinute);
   }
 
   /** What the bucket keeps after a take by a call of own class `rank`: the reserve, 0 for interactive. */
@@ -199,7 +198,7 @@ export class RateBudget implements Budget {
     const amount = this.amount(reserved);
     const spent = used === null ? 0 : this.unit === "tokens" ? used : amount;
     if (spent > amount) return amount - spent;
-    const unpaid = amount - ((nowMs - grantedAtMs) * this.perMinute) / MINUTE_MS;
+    const unpaid = amount - refilledIn(nowMs - grantedAtMs, this.perMinute);
     return Math.max(0, Math.min(amount - spent, unpaid));
   }
 

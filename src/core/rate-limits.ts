@@ -7,7 +7,7 @@ import { AccountBudget } from "./account.js";
 import { bucketsOf } from "./buckets-of.js";
 import type { Lane } from "./lane.js";
 import { INTERACTIVE, type Rank } from "./priority.js";
-import { MINUTE_MS } from "./rate-budget.js";
+import { refillMs } from "./refill.js";
 
 export { bucketsOf };
 
@@ -41,7 +41,7 @@ export function rateLimitsOf(lane: Lane, nowMs: number, rank: Rank = INTERACTIVE
         unit: b.unit,
         perMinute: b.perMinute,
         remaining: Math.max(0, Math.floor(level - b.floorFor(rank))),
-        resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
+        resetMs: Math.ceil(refillMs(b.perMinute - level, b.perMinute)),
       });
     }
   }

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { BreakerOpenError, QueueFullError, type SluiceError, StoreUnavailableError } from "../core/errors.js";
-import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
+import { MIN_RETRY_AFTER_MS, retryAfterFloor } from "../core/retry-after.js";
 import type { WaitState } from "../core/wait-state.js";
 import { noteRefusal } from "./pacing.js";
 
@@ -27,8 +27,7 @@ export interface LaneNumbers {
  */
 export function retryAfterOf(error: SluiceError): number {
   const carried = (error as { retryAfterMs?: unknown }).retryAfterMs;
-  const ms = typeof carried === "number" ? carried : MIN_RETRY_AFTER_MS;
-  return Math.max(MIN_RETRY_AFTER_MS, Math.ceil(ms));
+  return retryAfterFloor(typeof carried === "number" ? carried : MIN_RETRY_AFTER_MS);
 }
 
 /**

@@ -12,8 +12,8 @@ import type { ArrivalBudget } from "../core/budget.js";
 import { KeyBudget, KeyMeter } from "../core/key-meter.js";
 import { keyBudgetSettings } from "../core/key-options.js";
 import type { ResolvedOptions } from "../core/options.js";
-import { MINUTE_MS } from "../core/rate-budget.js";
 import type { RateLimitInfo } from "../core/rate-limits.js";
+import { refillMs } from "../core/refill.js";
 import type { Store } from "../core/store.js";
 
 /** The store key of a key's budget: not `key:ID`, which is its arrival bound's. */
@@ -79,7 +79,7 @@ export function keyRateLimits(key: ArrivalBudget | null, nowMs: number): RateLim
         unit: b.unit,
         perMinute: b.perMinute,
         remaining: Math.max(0, Math.floor(level - part.queuedIn(b))),
-        resetMs: Math.ceil(((b.perMinute - level) * MINUTE_MS) / b.perMinute),
+        resetMs: Math.ceil(refillMs(b.perMinute - level, b.perMinute)),
       });
     }
   }

@@ -9,6 +9,7 @@ import { KeyLimitError, type SluiceError } from "../core/errors.js";
 import { Lane } from "../core/lane.js";
 import { type Priority, rankOrThrow } from "../core/priority.js";
 import { type RateLimitInfo, rateLimitsOf } from "../core/rate-limits.js";
+import { MIN_RETRY_AFTER_MS } from "../core/retry-after.js";
 import type { Scheduler } from "../core/scheduler.js";
 import type { LaneStatus } from "../core/snapshot.js";
 import { waitState } from "../core/wait-state.js";
@@ -47,7 +48,7 @@ export function arrivalRefusal(
 export function keyRefusal(registry: Registry, key: string): SluiceError | undefined {
   const k = registry.keys.get(key);
   if (k === undefined || !k.full) return undefined;
-  return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, 1000, k.elsewhere);
+  return new KeyLimitError(k.name, k.inflight, k.queued, k.limit, MIN_RETRY_AFTER_MS, k.elsewhere);
 }
 
 /** `Governor.rateLimits`: the lane's buckets, then its account's, then `key`'s and its tenant's. */

@@ -15,6 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RateBudget } from "../core/rate-budget.js";
+import { refillMs } from "../core/refill.js";
 import { errorBody, SimBadRequestError } from "./openai.js";
 import {
   type ProviderAnswerOptions,
@@ -109,7 +110,7 @@ export async function startProvider(options: ProviderOptions = {}): Promise<Prov
       const level = b.levelAt(at);
       h[`x-ratelimit-limit-${kind}`] = String(b.perMinute);
       h[`x-ratelimit-remaining-${kind}`] = String(Math.max(0, Math.floor(level)));
-      h[`x-ratelimit-reset-${kind}`] = resetText(((b.perMinute - level) * 60_000) / b.perMinute);
+      h[`x-ratelimit-reset-${kind}`] = resetText(refillMs(b.perMinute - level, b.perMinute));
     }
     return h;
   };

@@ -20,6 +20,7 @@
 import type { ArrivalBudget } from "../../core/budget.js";
 import { KeyLimitError, StoreUnavailableError } from "../../core/errors.js";
 import { INTERACTIVE, type Rank } from "../../core/priority.js";
+import { MIN_RETRY_AFTER_MS } from "../../core/retry-after.js";
 import { FleetKeyBudget } from "./key-budget.js";
 import type { FleetMirror } from "./mirror.js";
 import type { FleetLink } from "./rates.js";
@@ -184,7 +185,15 @@ export class FleetKeys {
 
   /** The fleet's refusal: this replica's calls, and the other replicas' as Redis counted them. */
   #refusal(budget: FleetKeyBudget): KeyLimitError {
-    return new KeyLimitError(budget.name, budget.inflight, budget.queued, budget.limit, 1000, budget.others);
+    // No lane yet, so no drain rate: the floor (a key's slot frees when any of its calls ends).
+    return new KeyLimitError(
+      budget.name,
+      budget.inflight,
+      budget.queued,
+      budget.limit,
+      MIN_RETRY_AFTER_MS,
+      budget.others,
+    );
   }
 
   #giveBack(): void {
