@@ -7,6 +7,7 @@ import type { AccountBudget } from "./account.js";
 import { bucketsOf } from "./buckets-of.js";
 import type { Budget, ConcurrencyBudget } from "./budget.js";
 import type { KeyMeter } from "./key-meter.js";
+import type { LaneSettings } from "./options.js";
 import type { FailureInput } from "./outcome.js";
 import { lanePaths, Path } from "./path.js";
 import type { Pod } from "./pod.js";
@@ -14,16 +15,6 @@ import { BULK, DEFAULT_RANK, INTERACTIVE, type Rank } from "./priority.js";
 import { HoldTime } from "./retry-after.js";
 import { type QueueNode, WaitQueue } from "./wait-queue.js";
 import { WindowHistogram } from "./window-histogram.js";
-
-/** Resolved lane settings (validated by options.ts). */
-export interface LaneSettings {
-  limit: number;
-  reserve: number;
-  queueLimit: number;
-  queueTimeoutMs: number;
-  agingMs: number;
-  fallback: string | undefined;
-}
 
 /**
  * Re-dispatch budget, counted in tenths of a re-dispatch so it stays exact: each success earns

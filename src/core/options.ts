@@ -115,7 +115,7 @@ export interface AdaptiveSettings {
   floor: number;
 }
 
-/** What a `Lane` runs on: its own bounds, every default applied. */
+/** What a `Lane` runs on (`lane.ts`): its own bounds, validated here, every default applied. */
 export interface LaneSettings {
   limit: number;
   reserve: number;
