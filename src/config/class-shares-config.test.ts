@@ -1,7 +1,7 @@
 /** `tpm_shares` / `rpm_shares` / `share_above` on models and accounts: accepted, defaulted, refused by key path. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { governorOptions } from "../gateway/governor-config.js";
+import { governorOptions } from "./governor-options.js";
 import { parseConfig } from "./schema.js";
 import { config, invalid } from "./test-helpers.js";
 

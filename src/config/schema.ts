@@ -3,7 +3,7 @@
  * demo, tests). The YAML shape (snake_case) is in `raw.ts`; defaults that depend on other keys and
  * the checks across keys are in `normalize.ts`; bounds that make others unreachable are warned
  * about by `reach.ts`. The Governor's options are mapped from the result once
- * (`gateway/governor-config.ts`), with no second validation. Reference: `docs/config.md`.
+ * (`governor-options.ts`), with no second validation. Reference: `docs/config.md`.
  */
 import { ConfigErrors, fromZodIssue, toConfigError } from "./issues.js";
 import { normalize } from "./normalize.js";

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { resolveGovernorOptions } from "../core/options.js";
-import { governorOptions } from "../gateway/governor-config.js";
+import { governorOptions } from "./governor-options.js";
 import { parseConfig } from "./schema.js";
 import { config, DIGEST, invalid } from "./test-helpers.js";
 

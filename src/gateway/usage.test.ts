@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { readUsage, UsageScanner, UsageTap, usageIn } from "./usage.js";
+import { generatedChars, readUsage, settledUsage, UsageScanner, UsageTap, usageIn } from "./usage.js";
 
 test("finds usage in a JSON answer", () => {
   const tap = new UsageTap(false);
@@ -101,5 +101,24 @@ describe("UsageScanner (issue 21: JSON answers of any size)", () => {
   test("a usage object past 4 KiB is not kept", () => {
     const big = `{"usage":{"prompt_tokens":1,"completion_tokens":1,"pad":"${"z".repeat(5000)}"}}`;
     assert.equal(usageIn(big), undefined);
+  });
+});
+
+describe("what a stream streamed (usage.ts)", () => {
+  test("counts the characters of content and text strings in SSE chunks, escapes included", () => {
+    const chunk =
+      'data: {"choices":[{"delta":{"content":"Hel\\"lo"}}]}\n\ndata: {"choices":[{"text":"abc"}]}\n\n';
+    assert.equal(generatedChars(chunk), 7 + 3, "the raw string: an escape counts its two characters");
+  });
+
+  test("a stream without usage settles with its prompt estimate plus what it streamed; JSON without usage keeps the estimate", () => {
+    const sse = new UsageTap(true);
+    sse.push(Buffer.from(`data: {"choices":[{"delta":{"content":"${"x".repeat(40)}"}}]}\n\n`));
+    assert.deepEqual(settledUsage(undefined, sse, 12), { promptTokens: 12, completionTokens: 10 });
+    assert.equal(settledUsage(undefined, new UsageTap(false), 12), undefined);
+    assert.deepEqual(settledUsage({ promptTokens: 3, completionTokens: 4 }, sse, 12), {
+      promptTokens: 3,
+      completionTokens: 4,
+    });
   });
 });

@@ -10,7 +10,7 @@
  */
 
 import type { Usage } from "../core/lease.js";
-import { charsToTokens } from "./estimate.js";
+import { charsToTokens } from "../estimate/estimate.js";
 import { generatedChars, StreamText } from "./stream-usage.js";
 
 export { generatedChars };

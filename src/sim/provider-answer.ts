@@ -6,7 +6,7 @@
  * bytes every answer must carry (`expectedProviderAnswer`), so the two cannot drift apart
  * without `test/sim/provider-answer.test.ts` failing.
  */
-import { promptTokens } from "../gateway/estimate.js";
+import { promptTokens } from "../estimate/estimate.js";
 import {
   completionBody,
   contentKey,

@@ -7,7 +7,7 @@
  * `x-ratelimit-limit-*`, `-remaining-*`, `-reset-*` (`requests` and `tokens`; a reset is the time
  * until the bucket is full again, written like `1.5s` or `6m0s`). Answers that pass carry the same
  * headers. Bodies are OpenAI-shaped (JSON, SSE, embeddings) with `usage`. Prompt tokens are
- * counted as a hosted provider counts them, with a real tokenizer (the gateway's, `estimate.ts`).
+ * counted as a hosted provider counts them, with a real tokenizer (the gateway's, `src/estimate`).
  *
  * Its clock can be injected (`now`), so a gateway test on a ManualClock sees the provider's
  * buckets refill on the same time; service times use real timers.

@@ -6,9 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { governorOptions } from "../../src/config/governor-options.js";
 import { ConfigErrors } from "../../src/config/issues.js";
 import { parseConfig } from "../../src/config/schema.js";
-import { governorOptions } from "../../src/gateway/governor-config.js";
 import { Governor } from "../../src/governor/governor.js";
 
 const model = (extra: Record<string, unknown> = {}, name = "m") => ({

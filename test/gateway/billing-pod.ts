@@ -9,7 +9,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { loadTokenizer } from "../../src/gateway/estimate.js";
+import { loadTokenizer } from "../../src/estimate/estimate.js";
 
 export interface BilledCall {
   id: string;

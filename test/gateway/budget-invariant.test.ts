@@ -40,7 +40,7 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import pino from "pino";
 import { Agent, request } from "undici";
 import { parseConfig } from "../../src/config/schema.js";
-import { estimatePromptTokens } from "../../src/gateway/estimate.js";
+import { estimatePromptTokens } from "../../src/estimate/estimate.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { type CallPlan, mixArb, outputBound, planRequest } from "../property/budget-mix.js";
 import { type BilledCall, startBillingProvider } from "./billing-provider.js";

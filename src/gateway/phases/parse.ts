@@ -16,8 +16,8 @@
  * guard's `max_json_depth` / `max_json_values`, checked before `JSON.parse` sees the body.
  */
 import type { ModelConfig } from "../../config/schema.js";
+import { charsToTokens, estimatePromptTokens, estimateTokens, inputOnly } from "../../estimate/estimate.js";
 import type { GatewayParts, RequestContext } from "../context.js";
-import { charsToTokens, estimatePromptTokens, estimateTokens, inputOnly } from "../estimate.js";
 import { HttpError } from "../http-error.js";
 import { nameLane } from "../lane.js";
 import { isJsonType } from "./read-body.js";

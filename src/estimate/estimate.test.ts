@@ -10,9 +10,7 @@ import {
   tailTokens,
   textTokens,
 } from "./estimate.js";
-import { IMAGE_TOKENS_DEFAULT, inlineImageSize, tileTokens } from "./estimate-media.js";
-import { rateLimitHeaders } from "./rate-headers.js";
-import { generatedChars, settledUsage, UsageTap } from "./usage.js";
+import { IMAGE_TOKENS_DEFAULT, inlineImageSize, tileTokens } from "./media.js";
 
 const PROSE_LONG =
   "Sluice admits each call on its lane and reserves its tokens before the pod sees it. ".repeat(400);
@@ -189,58 +187,5 @@ describe("the token estimate (estimate.ts)", () => {
     assert.ok(
       inputOnly("/v1/embeddings") && inputOnly("/v1/embeddings?x=1") && !inputOnly("/v1/chat/completions"),
     );
-  });
-});
-
-describe("what a stream streamed (usage.ts)", () => {
-  test("counts the characters of content and text strings in SSE chunks, escapes included", () => {
-    const chunk =
-      'data: {"choices":[{"delta":{"content":"Hel\\"lo"}}]}\n\ndata: {"choices":[{"text":"abc"}]}\n\n';
-    assert.equal(generatedChars(chunk), 7 + 3, "the raw string: an escape counts its two characters");
-  });
-
-  test("a stream without usage settles with its prompt estimate plus what it streamed; JSON without usage keeps the estimate", () => {
-    const sse = new UsageTap(true);
-    sse.push(Buffer.from(`data: {"choices":[{"delta":{"content":"${"x".repeat(40)}"}}]}\n\n`));
-    assert.deepEqual(settledUsage(undefined, sse, 12), { promptTokens: 12, completionTokens: 10 });
-    assert.equal(settledUsage(undefined, new UsageTap(false), 12), undefined);
-    assert.deepEqual(settledUsage({ promptTokens: 3, completionTokens: 4 }, sse, 12), {
-      promptTokens: 3,
-      completionTokens: 4,
-    });
-  });
-});
-
-describe("RateLimit headers (rate-headers.ts)", () => {
-  test("an IETF policy and limit per bucket, and OpenAI's headers for the tightest bucket of each unit", () => {
-    const h = rateLimitHeaders([
-      { scope: "lane", name: "chat", unit: "tokens", perMinute: 400_000, remaining: 390_000, resetMs: 1500 },
-      {
-        scope: "account",
-        name: "prod",
-        unit: "tokens",
-        perMinute: 2_000_000,
-        remaining: 12_000,
-        resetMs: 359_000,
-      },
-      { scope: "account", name: "prod", unit: "requests", perMinute: 5000, remaining: 4990, resetMs: 120 },
-    ]);
-    assert.equal(
-      h["ratelimit-policy"],
-      '"lane-tokens";q=400000;w=60, "account-tokens";q=2000000;w=60, "account-requests";q=5000;w=60',
-    );
-    assert.equal(
-      h.ratelimit,
-      '"lane-tokens";r=390000;t=2, "account-tokens";r=12000;t=359, "account-requests";r=4990;t=1',
-    );
-    assert.deepEqual(
-      [h["x-ratelimit-limit-tokens"], h["x-ratelimit-remaining-tokens"], h["x-ratelimit-reset-tokens"]],
-      ["2000000", "12000", "5m59s"],
-    );
-    assert.deepEqual(
-      [h["x-ratelimit-remaining-requests"], h["x-ratelimit-reset-requests"]],
-      ["4990", "120ms"],
-    );
-    assert.deepEqual(rateLimitHeaders([]), {});
   });
 });

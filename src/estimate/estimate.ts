@@ -8,10 +8,10 @@
  *
  * The prompt is everything the provider bills as input, wherever the body puts it (messages,
  * tools, response_format, images, audio: {@link promptTokens}). Its text is counted by
- * estimate-text.ts: a real tokenizer over a bounded head, the rest measured.
+ * text.ts: a real tokenizer over a bounded head, the rest measured.
  */
-import { audioTokens, fileTokens, IMAGE_TOKENS_DEFAULT, imageTokens } from "./estimate-media.js";
-import { TextCount } from "./estimate-text.js";
+import { audioTokens, fileTokens, IMAGE_TOKENS_DEFAULT, imageTokens } from "./media.js";
+import { TextCount } from "./text.js";
 
 export {
   charsToTokens,
@@ -19,12 +19,12 @@ export {
   TOKENIZED_CHARS,
   tailTokens,
   textTokens,
-} from "./estimate-text.js";
+} from "./text.js";
 
 /** OpenAI's per-message overhead in a chat prompt (role and separators), in tokens. */
 const PER_MESSAGE = 4;
 
-/** What media cost on a model (its `image_tokens`); see estimate-media.ts. */
+/** What media cost on a model (its `image_tokens`); see media.ts. */
 export interface MediaCosts {
   readonly imageTokens: number;
 }
@@ -96,7 +96,7 @@ export function promptTokens(
 
 /**
  * The prompt's tokens of an OpenAI-style body for the estimate: as {@link promptTokens}, with the
- * text counted at a bounded cost (estimate-text.ts: a tokenized head and samples, the rest
+ * text counted at a bounded cost (text.ts: a tokenized head and samples, the rest
  * measured).
  */
 export function estimatePromptTokens(
@@ -113,7 +113,7 @@ export function estimatePromptTokens(
  * `refusal`), `prompt`/`input` (token ids count one each), `instructions`, `tools` and `functions`
  * (names, descriptions, parameter schemas with their property names), `response_format`'s schema,
  * any other member that is not a setting ({@link SETTINGS}); 4 per message; images and audio by
- * their formulas (estimate-media.ts), the text by `text`. Any other body counts its bytes ÷ 4.
+ * their formulas (media.ts), the text by `text`. Any other body counts its bytes ÷ 4.
  *
  * The walk is iterative (an explicit stack), so a deep body costs no call stack: its depth is
  * bounded by the JSON guard before it is parsed, and the sim's provider reuses this unguarded.

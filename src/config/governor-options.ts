@@ -1,7 +1,7 @@
 /**
  * The gateway's config as the Governor's resolved options, in one mapping and with no second
  * validation: `parseConfig` has already checked every value the library validator would (a test,
- * test/config/governor-config.test.ts, runs the library validator on this output to keep it so).
+ * test/config/governor-options.test.ts, runs the library validator on this output to keep it so).
  * Each model is a lane; `admission.max_concurrency` / `max_queued` are the Governor's admission
  * bound (on every lane's path); each account is the Governor's account (in-flight cap, adaptive,
  * `tpm`, `rpm`, quota pause) that every lane of the account joins; a model's `tpm` / `rpm` are its
@@ -9,8 +9,7 @@
  * and its tenant's are budgets on its calls' paths (core/key-meter.ts); `weight` is its share in
  * fair queuing within a class.
  */
-import { laneLimit } from "../config/reach.js";
-import type { GatewayConfig, ModelConfig } from "../config/types.js";
+
 import type { Clock } from "../core/clock.js";
 import {
   markResolved,
@@ -22,6 +21,8 @@ import {
   type ResolvedTenant,
 } from "../core/options.js";
 import type { Store } from "../core/store.js";
+import { laneLimit } from "./reach.js";
+import type { GatewayConfig, ModelConfig } from "./types.js";
 
 /** The Governor's group for a bounded GPU group of the config. */
 const gpu = (name: string) => `gpu:${name}`;

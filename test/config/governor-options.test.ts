@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { DEMO_CONFIG_YAML } from "../../src/config/demo.js";
+import { governorOptions } from "../../src/config/governor-options.js";
 import { loadConfigText } from "../../src/config/load.js";
 import { parseConfig } from "../../src/config/schema.js";
 import {
@@ -18,7 +19,6 @@ import {
   type ResolvedOptions,
   resolveGovernorOptions,
 } from "../../src/core/options.js";
-import { governorOptions } from "../../src/gateway/governor-config.js";
 import { Governor } from "../../src/governor/governor.js";
 
 /** The same settings written as a library user would, through no brand: what the validator sees. */
