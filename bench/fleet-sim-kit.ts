@@ -62,9 +62,6 @@ export class SimClock extends ManualClock {
   }
 }
 
-/** Resolves after every microtask queued so far (and those they queue) has run. */
-export const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 export interface SimEvent {
   at: number;
   seq: number;

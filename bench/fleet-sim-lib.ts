@@ -13,8 +13,9 @@
 import type { Clock } from "../src/core/clock.js";
 import type { Lease } from "../src/core/lease.js";
 import { Governor } from "../src/governor/governor.js";
-import { EventHeap, exponential, flush, lognormal, prng, SimClock } from "./fleet-sim-kit.js";
+import { EventHeap, exponential, lognormal, prng, SimClock } from "./fleet-sim-kit.js";
 import type { PodSpec, Scenario } from "./fleet-sim-scenarios.js";
+import { flush } from "./turns.js";
 
 // ---------------------------------------------------------------------------------------------
 // Results

@@ -8,6 +8,7 @@
  * through. Prints one JSON line: { peer, waiters, queued, bytesPerWaiter, drainMs }.
  */
 import { PEERS } from "./peers.js";
+import { flush } from "./turns.js";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) {
@@ -22,8 +23,6 @@ if (peer === undefined) {
   process.exit(2);
 }
 
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 function heapUsed(): number {
   gc!();
   gc!();
@@ -32,11 +31,11 @@ function heapUsed(): number {
 
 const out: unknown[] = new Array(n).fill(null);
 const w = await peer.waiters(n);
-await settle();
+await flush();
 const before = heapUsed();
 w.enqueue(out);
 // Some peers queue asynchronously (bottleneck): wait until they report every waiter queued.
-for (let i = 0; i < 2_000 && w.queued() < n; i++) await settle();
+for (let i = 0; i < 2_000 && w.queued() < n; i++) await flush();
 const queued = w.queued();
 const after = heapUsed();
 const t0 = performance.now();

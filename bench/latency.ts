@@ -8,6 +8,7 @@
  * `process.hrtime.bigint()`; the first `warm` hand-offs are not recorded.
  */
 import { Governor, type Lease, type Priority } from "../src/index.js";
+import { flush } from "./turns.js";
 
 const now = process.hrtime.bigint;
 const PRIORITIES: readonly Priority[] = ["interactive", "default", "bulk"];
@@ -65,7 +66,7 @@ export async function grantLatency(
   };
 
   for (let i = 0; i < limit + queued; i++) void waiter(PRIORITIES[joined % 3]!, keyOf(joined++));
-  await new Promise<void>((resolve) => setImmediate(resolve));
+  await flush();
   const depth = gov.snapshot().lanes[0]!.queued;
   if (held.length !== limit || depth !== queued)
     throw new Error(`setup: ${held.length} held, ${depth} queued`);

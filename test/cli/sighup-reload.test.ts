@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { request } from "undici";
 import { type SimServer, startSim } from "../../src/sim/server.js";
+import { chatBody } from "../helpers/index.js";
 
 const MAIN = new URL("../../src/cli/main.ts", import.meta.url).pathname;
 
@@ -69,7 +70,7 @@ describe("sluice serve: SIGHUP reloads the config file", { timeout: 30_000 }, ()
     const res = await request(`${url}/v1/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+      body: chatBody(model, "hi"),
     });
     await res.body.text();
     return res.statusCode;

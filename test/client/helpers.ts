@@ -4,6 +4,7 @@
  */
 import type { Stack } from "../gateway/helpers.js";
 import { type RawPod, startRawPod } from "../gateway/raw-pod.js";
+import { chatBody } from "../helpers/index.js";
 
 export interface Arrival {
   /** `performance.now()` when the request's headers arrived at the gateway. */
@@ -34,7 +35,7 @@ export function chatInit(model: string, content = "hello", extra: RequestInit = 
   return {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model, messages: [{ role: "user", content }] }),
+    body: chatBody(model, content),
     ...extra,
   };
 }

@@ -18,7 +18,7 @@ import { CLASSES, type ClassRank, ClassShares } from "../../src/core/class-share
 import { RateBudget } from "../../src/core/rate-budget.js";
 import { Governor, type Lease, type Priority } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick } from "./model.js";
+import { flush } from "../helpers/index.js";
 
 const MIN = 60_000;
 const TPM = 60_000;
@@ -176,9 +176,9 @@ async function throughGovernor(
       if (h.endsAt <= clock.now()) h.lease.succeeded({ tokens: 500 });
       else held.push(h);
     }
-    await tick();
+    await flush();
     clock.advance(100);
-    await tick();
+    await flush();
   }
   aborts.abort(new Error("end"));
   for (const h of held) h.lease.release();

@@ -22,6 +22,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import type { Clock } from "../../src/core/clock.js";
 import { Governor, isQueueTimeoutError, type Lease, type Snapshot } from "../../src/index.js";
+import { flush } from "../helpers/index.js";
 import { runs } from "./arbitraries.js";
 import { podFree } from "./model.js";
 
@@ -156,8 +157,6 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
 );
-
-const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 class Run {
   readonly clock: EarlyLateClock;

@@ -19,6 +19,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { Governor, type GovernorOptions, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
+import { flush } from "../helpers/index.js";
 import { runs } from "./arbitraries.js";
 
 interface Setup {
@@ -127,7 +128,7 @@ class Run {
     const before = new Set(this.held);
     const [call] = this.held.splice(pick % this.held.length, 1);
     call!.lease!.release();
-    await settle();
+    await flush();
     for (const c of this.held) if (!before.has(c)) this.grants.push({ flow: c.flow, allBacklogged });
   }
 
@@ -193,7 +194,6 @@ class Run {
 }
 
 /** Lets granted callers' continuations run. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("weighted fair queuing inside a class", () => {
   test("every flow kept backlogged: each within ±10 % of its weighted share in every long window", async () => {
@@ -211,12 +211,12 @@ describe("weighted fair queuing inside a class", () => {
           }
         };
         refill();
-        await settle();
+        await flush();
         for (let step = 0; step < 45 * total; step++) {
           await run.end(Math.floor(rand() * 1_000));
           run.clock.advance(Math.floor(rand() * 20));
           refill();
-          await settle();
+          await flush();
           run.check(`step ${step}`);
         }
         windows += run.checkShares();
@@ -243,7 +243,7 @@ describe("weighted fair queuing inside a class", () => {
             if (op.t === "arrive") run.arrive(op.key % s.keys.length);
             else if (op.t === "end") await run.end(op.pick);
             else run.clock.advance(op.ms);
-            await settle();
+            await flush();
             run.check(`step ${i} ${JSON.stringify(op)}`);
           }
           run.checkShares();

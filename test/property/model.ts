@@ -20,9 +20,7 @@ import {
   type Snapshot,
 } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-
-/** Lets every promise callback queued so far run (resolutions, rejections, their `.then`s). */
-export const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+import { flush } from "../helpers/index.js";
 
 export type Rank = 0 | 1 | 2;
 export const PRIORITY: readonly Priority[] = ["interactive", "default", "bulk"];
@@ -252,7 +250,7 @@ export class Model {
     this.grants = [];
     this.aborted = undefined;
     this.#apply(op);
-    await tick();
+    await flush();
     for (const g of this.grants) {
       const call = this.byLease.get(g.lease);
       if (call === undefined) {

@@ -18,7 +18,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { Governor, type Lease } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
-import { tick } from "./model.js";
+import { flush } from "../helpers/index.js";
 
 const MIN = 60_000;
 const TPM = 60_000;
@@ -107,7 +107,7 @@ async function run(calls: CallSpec[], runMs: number) {
   };
   while (clock.now() < runMs) {
     while (next < arrivals.length && arrivals[next]!.at <= clock.now()) arrive(arrivals[next++]!.spec);
-    await tick();
+    await flush();
     chargeProvider();
     // End what is due, in time order.
     held.sort((a, b) => a.endsAt - b.endsAt);
@@ -116,7 +116,7 @@ async function run(calls: CallSpec[], runMs: number) {
       if (h.spec.ending === "reported") h.lease.succeeded({ tokens: h.used });
       else if (h.spec.ending === "unknown") h.lease.release();
       else h.lease.release({ sent: false });
-      await tick();
+      await flush();
       chargeProvider();
       held.sort((a, b) => a.endsAt - b.endsAt);
     }

@@ -19,8 +19,8 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { Governor, isRateLimitError, type Lease, type Snapshot } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
+import { flush } from "../helpers/index.js";
 import { runs } from "./arbitraries.js";
-import { tick } from "./model.js";
 
 const LANE = { limit: 4, reserve: 1, tpm: 4000, rpm: 20 }; // keeps 1000 tokens, 5 requests
 const ACCOUNT_TPM = 8000; // keeps 2000 (the lane's share)
@@ -101,7 +101,7 @@ class ReserveModel {
       const waiting = this.calls.filter((c) => c.status === "waiting");
       waiting[op.pick % Math.max(1, waiting.length)]?.controller.abort(new Error("abort"));
     } else this.clock.advance(op.ms);
-    await tick();
+    await flush();
     this.#checkInteractive();
   }
 
@@ -164,10 +164,10 @@ class ReserveModel {
           c.status = "done";
           c.lease!.release();
         }
-      await tick();
+      await flush();
     }
     this.clock.advance(10 * 60_000);
-    await tick();
+    await flush();
     const lane = this.gov.snapshot().lanes[0]!;
     assert.deepEqual([lane.inflight, lane.queued, lane.tokens!.available], [0, 0, LANE.tpm]);
     assert.equal(this.clock.pendingTimers, 0, "no timer left armed");

@@ -30,8 +30,8 @@ import {
   type Snapshot,
 } from "../../src/index.js";
 import { ManualClock } from "../../src/testing.js";
+import { flush } from "../helpers/index.js";
 import { runs } from "./arbitraries.js";
-import { tick } from "./model.js";
 
 const MIN = 60_000;
 const LANES = { A: { limit: 3, tpm: 3000 }, B: { limit: 2 } } as const;
@@ -129,7 +129,7 @@ class RateModel {
         this.clock.advance(op.ms);
         break;
     }
-    await tick();
+    await flush();
     this.#chargeProvider();
     this.#checkLevels("after the step");
     this.check();
@@ -255,7 +255,7 @@ class RateModel {
   async drain(): Promise<void> {
     for (let round = 0; round < 20; round++) {
       for (const c of this.calls) if (c.status === "waiting") c.controller?.abort(new Error("drain"));
-      await tick();
+      await flush();
       while (this.calls.some((c) => c.status === "held")) await this.step({ t: "end", pick: 0 });
       if (!this.calls.some((c) => c.status === "waiting" || c.status === "held")) break;
       await this.step({ t: "advance", ms: TIMEOUT_MS + 1 });

@@ -22,6 +22,7 @@ import type { Path } from "../../src/core/path.js";
 import { Governor, type GovernorOptions, type Lease, type Priority } from "../../src/index.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { ManualClock } from "../../src/testing.js";
+import { flush } from "../helpers/index.js";
 import { runs } from "./arbitraries.js";
 
 /** The general path: every take and give goes through the store, as with any other store. */
@@ -178,8 +179,6 @@ class Side {
   }
 }
 
-const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 describe("solo path: a lane of one concurrency budget on the memory store", () => {
   test("answers every random sequence exactly as the path through the store does", async () => {
     let grants = 0;
@@ -191,7 +190,7 @@ describe("solo path: a lane of one concurrency budget on the memory store", () =
         for (const [i, op] of ops.entries()) {
           solo.apply(op);
           walking.apply(op);
-          await tick();
+          await flush();
           const a = solo.seen();
           const b = walking.seen();
           if (JSON.stringify(a) !== JSON.stringify(b))
@@ -202,10 +201,10 @@ describe("solo path: a lane of one concurrency budget on the memory store", () =
         // Everything ends: releases grant the waiters, whose leases are released in turn.
         for (let round = 0; round < 30; round++) {
           for (const side of [solo, walking]) for (const c of side.calls) c.lease?.release();
-          await tick();
+          await flush();
         }
         for (const side of [solo, walking]) side.clock.advance(10_000);
-        await tick();
+        await flush();
         if (JSON.stringify(solo.seen()) !== JSON.stringify(walking.seen())) throw new Error("drain differs");
         for (const lane of solo.gov.snapshot().lanes)
           if (lane.inflight !== 0 || lane.queued !== 0)
