@@ -37,8 +37,8 @@ export function governorOptions(config: GatewayConfig, clock?: Clock, store?: St
       maxInflight: a.maxInflight,
       tpm: a.tpm,
       rpm: a.rpm,
-      tpmReserve: a.tpmReserve ?? 0,
-      rpmReserve: a.rpmReserve ?? 0,
+      tpmReserve: a.tpmReserve,
+      rpmReserve: a.rpmReserve,
       // Only when written, as the library validator resolves them (no keys set to undefined).
       ...(a.tpmShares === undefined ? {} : { tpmShares: a.tpmShares }),
       ...(a.rpmShares === undefined ? {} : { rpmShares: a.rpmShares }),
@@ -90,8 +90,9 @@ function lane(config: GatewayConfig, m: ModelConfig, account: string | undefined
     fallback: m.fallback,
     groups: bounded(m.gpuGroup) ? [gpu(m.gpuGroup)] : [],
     ...(account === undefined ? {} : { account }),
-    ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve: m.tpmReserve ?? 0 }),
-    ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve: m.rpmReserve ?? 0 }),
+    // A bucket's reserve comes with it (normalize.ts sets both); without one the lane has no bucket.
+    ...(m.tpm === undefined ? {} : { tpm: m.tpm, tpmReserve: m.tpmReserve }),
+    ...(m.rpm === undefined ? {} : { rpm: m.rpm, rpmReserve: m.rpmReserve }),
     ...(m.tpmShares === undefined ? {} : { tpmShares: m.tpmShares }),
     ...(m.rpmShares === undefined ? {} : { rpmShares: m.rpmShares }),
     ...(m.shareAbove === undefined ? {} : { shareAbove: m.shareAbove }),

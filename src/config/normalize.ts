@@ -270,8 +270,10 @@ function accountsOf(
     const rpmReserve = bucketReserve(c, at, "rpm", a.rpm, a.rpm_reserve, share);
     out[account] = {
       ...(a.max_inflight === undefined ? {} : { maxInflight: a.max_inflight }),
-      ...(a.tpm === undefined ? {} : { tpm: a.tpm, tpmReserve }),
-      ...(a.rpm === undefined ? {} : { rpm: a.rpm, rpmReserve }),
+      ...(a.tpm === undefined ? {} : { tpm: a.tpm }),
+      ...(a.rpm === undefined ? {} : { rpm: a.rpm }),
+      tpmReserve,
+      rpmReserve,
       ...classShares(c, at, a, raw.store.kind === "redis"),
       adaptive: a.adaptive === false || a.max_inflight === undefined ? false : { floor: a.adaptive.floor },
       maxQuotaPauseMs: a.max_quota_pause_s,

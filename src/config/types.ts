@@ -222,10 +222,10 @@ export interface AccountConfig {
   readonly maxInflight?: number;
   readonly tpm?: number;
   readonly rpm?: number;
-  /** Tokens of `tpm` only interactive calls may take (with `tpm`): written, or the largest share of its models. */
-  readonly tpmReserve?: number;
-  /** Requests of `rpm` only interactive calls may take (with `rpm`): written, or the largest share of its models. */
-  readonly rpmReserve?: number;
+  /** Tokens of `tpm` only interactive calls may take: written, or the largest share of its models (0 without `tpm`). */
+  readonly tpmReserve: number;
+  /** Requests of `rpm` only interactive calls may take: written, or the largest share of its models (0 without `rpm`). */
+  readonly rpmReserve: number;
   /** Shares of `tpm` / `rpm` by class past `shareAbove` of the bucket spent (issue 24); unset = none. */
   readonly tpmShares?: ResolvedShares;
   readonly rpmShares?: ResolvedShares;
