@@ -185,6 +185,19 @@ const classSharesSection = section(
 );
 const optionalShares = z.preprocess((v) => v ?? undefined, classSharesSection.optional());
 
+// A model's and an account's token and request buckets, their reserves and class shares. A
+// reserve is what calls that are not interactive must leave in the bucket; unwritten, normalize
+// gives a model its reserve share and an account the largest among its models.
+const buckets = {
+  tpm: optional(int(1)),
+  rpm: optional(int(1)),
+  tpm_reserve: optional(int(0)),
+  rpm_reserve: optional(int(0)),
+  tpm_shares: optionalShares,
+  rpm_shares: optionalShares,
+  share_above: optional(positive),
+};
+
 const model = section(
   {
     name: required(name("a model name")),
@@ -195,14 +208,7 @@ const model = section(
     max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     upstream_timeout_s: withDefault(duration(), G.upstreamTimeoutMs),
     stream_idle_timeout_s: withDefault(duration(), G.streamIdleTimeoutMs),
-    tpm: optional(int(1)),
-    rpm: optional(int(1)),
-    // What non-interactive calls must leave in the bucket; default the model's reserve share (normalize).
-    tpm_reserve: optional(int(0)),
-    rpm_reserve: optional(int(0)),
-    tpm_shares: optionalShares,
-    rpm_shares: optionalShares,
-    share_above: optional(positive),
+    ...buckets,
     default_max_tokens: withDefault(int(1), G.defaultMaxTokens),
     image_tokens: withDefault(int(0), G.imageTokens),
     reasoning_tokens: z.preprocess((v) => v ?? undefined, reasoningTokens.optional()),
@@ -247,14 +253,7 @@ const accountAdaptive = z.unknown().transform((v, ctx) => {
 const account = section(
   {
     max_inflight: optional(int(1)),
-    tpm: optional(int(1)),
-    rpm: optional(int(1)),
-    // Default: the largest reserve share among the account's models (normalize).
-    tpm_reserve: optional(int(0)),
-    rpm_reserve: optional(int(0)),
-    tpm_shares: optionalShares,
-    rpm_shares: optionalShares,
-    share_above: optional(positive),
+    ...buckets,
     adaptive: accountAdaptive,
     max_quota_pause_s: withDefault(duration(), DEFAULTS.quota.maxPauseMs),
     models: list(required(name("a model name")), "a list of model names", 1),

@@ -52,8 +52,8 @@ export interface LaneRateOptions extends RateReserveOptions, RateShareOptions {
   account?: string;
 }
 
-/** The lane's rate option names (validated with the other lane keys). */
-export const LANE_RATE_KEYS = [
+/** A lane's and an account's bucket option names: the buckets, their reserves and class shares. */
+const BUCKET_KEYS = [
   "tpm",
   "rpm",
   "tpmReserve",
@@ -61,8 +61,10 @@ export const LANE_RATE_KEYS = [
   "tpmShares",
   "rpmShares",
   "shareAbove",
-  "account",
 ] as const;
+
+/** The lane's rate option names (validated with the other lane keys). */
+export const LANE_RATE_KEYS = [...BUCKET_KEYS, "account"] as const;
 
 /** A lane's rate options resolved: only those given, reserves applied (a lane without them resolves as before). */
 export interface ResolvedLaneRates {
@@ -100,18 +102,7 @@ export interface AccountOptions extends RateReserveOptions, RateShareOptions {
 /** An account with every default applied. */
 export type ResolvedAccount = AccountSettings;
 
-const ACCOUNT_KEYS = [
-  "maxInflight",
-  "tpm",
-  "rpm",
-  "tpmReserve",
-  "rpmReserve",
-  "tpmShares",
-  "rpmShares",
-  "shareAbove",
-  "adaptive",
-  "maxQuotaPauseMs",
-] as const;
+const ACCOUNT_KEYS = ["maxInflight", ...BUCKET_KEYS, "adaptive", "maxQuotaPauseMs"] as const;
 
 /** A rate: a whole number ≥ 1 per minute, or undefined. */
 export function checkRate(v: unknown, path: string): number | undefined {
