@@ -353,4 +353,10 @@ const burstsArg = process.argv.find((a) => a.startsWith("--bursts="));
 const peerArg = process.argv.find((a) => a.startsWith("--peer="))?.slice(7) ?? "sluice";
 if (pairsArg !== undefined) await pairs(Number(pairsArg.slice(8)), peerArg);
 else if (burstsArg !== undefined) await bursts(Number(burstsArg.slice(9)), peerArg);
-else await main();
+else {
+  await main();
+  // (f)'s resident instances keep queued waiters (1 h timeouts): without this the script stays up
+  // an hour after its tables, then dies on their timeouts, and `npm run bench` never reaches
+  // fleet-sim.ts (seen on this session's first run).
+  process.exit(0);
+}
