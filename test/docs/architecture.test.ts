@@ -64,7 +64,7 @@ describe("docs/architecture.md", () => {
     assert.doesNotMatch(store, /15_000|\?\? "local"|\?\? 2\b|\?\? "sluice"|ttlMs \/ 3/);
   });
 
-  test("the store contract is the core's: no optional members, and nothing in src/core imports a store", () => {
+  test("the store contract is the core's: no optional members, nothing in src/core imports a store, nor src/governor the Redis store", () => {
     assert.match(DOC, /nothing in `src\/core` imports from `src\/store`/);
     const contract = readFileSync("src/core/store.ts", "utf8");
     assert.match(contract, /export interface FleetStore extends Store/);
@@ -72,6 +72,11 @@ describe("docs/architecture.md", () => {
     const core = filesUnder("src/core").filter((f) => f.endsWith(".ts"));
     const importing = core.filter((f) => /from "\.\.\/store\//.test(readFileSync(f, "utf8")));
     assert.deepEqual(importing, []);
+    // The Governor talks to a fleet store only through the contract: what it advertises
+    // (waitingByLane) is computed in core/lane-waiting.ts, not imported from the Redis store.
+    const governor = filesUnder("src/governor").filter((f) => f.endsWith(".ts"));
+    const redis = governor.filter((f) => /from "\.\.\/store\/redis\//.test(readFileSync(f, "utf8")));
+    assert.deepEqual(redis, [], "a governor file importing the Redis store");
     const callers = ["src/governor/waiters.ts", "src/core/grants.ts", "src/governor/governor.ts"];
     for (const f of callers)
       assert.doesNotMatch(
