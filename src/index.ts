@@ -49,6 +49,9 @@ export type {
   PodSnapshot,
   Snapshot,
 } from "./core/snapshot.js";
+// The store contract the Governor's `store` option takes: the memory store by default, a
+// `RedisStore` (sluice/redis) for a fleet; `isFleetStore` tells them apart.
+export { type FleetStore, isFleetStore, type Store } from "./core/store.js";
 export type { AcquireOptions, BreakerEvent } from "./governor/acquire-options.js";
 export { currentPriority, withPriority } from "./governor/context.js";
 export { Governor } from "./governor/governor.js";

@@ -13,7 +13,7 @@ import { test } from "node:test";
 import { REDIS_URL, redisOrSkip, uniquePrefix } from "./redis-helpers.js";
 
 const program = `
-import { Governor } from "sluice";
+import { Governor, isFleetStore } from "sluice";
 import { RedisStore, redactStoreUrl } from "sluice/redis";
 import { Redis } from "ioredis";
 const [url, prefix] = process.argv.slice(1);
@@ -33,7 +33,7 @@ const afterRelease = await held();
 second.release();
 await Promise.all(stores.map((s) => s.close()));
 await redis.quit();
-console.log(JSON.stringify({ whileHeld, afterRelease, store: b.snapshot().store.mode, shown: redactStoreUrl("redis://:pw@h:1") }));
+console.log(JSON.stringify({ whileHeld, afterRelease, store: b.snapshot().store.mode, fleet: isFleetStore(stores[0]), shown: redactStoreUrl("redis://:pw@h:1") }));
 `;
 
 test("sluice/redis is exported, built with typings, and a Governor on it shares a lane through Redis", async (t) => {
@@ -57,6 +57,7 @@ test("sluice/redis is exported, built with typings, and a Governor on it shares 
     whileHeld: { redis: [1], secondGranted: false },
     afterRelease: [1],
     store: "connected",
+    fleet: true,
     shown: "redis://:***@h:1",
   });
 });
