@@ -10,10 +10,10 @@
  * - the pods' kept state is read when the store first meets them.
  */
 import type { Clock } from "../core/clock.js";
-import { waitingByLane } from "../core/lane-waiting.js";
 import type { Pod } from "../core/pod.js";
 import type { Scheduler } from "../core/scheduler.js";
 import { isFleetStore, type Store } from "../core/store.js";
+import { waitingByLane } from "../core/waiting-by-lane.js";
 import type { Registry } from "./registry.js";
 import type { WakeTimer } from "./timer.js";
 import type { Waiters } from "./waiters.js";

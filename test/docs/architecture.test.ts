@@ -73,7 +73,7 @@ describe("docs/architecture.md", () => {
     const importing = core.filter((f) => /from "\.\.\/store\//.test(readFileSync(f, "utf8")));
     assert.deepEqual(importing, []);
     // The Governor talks to a fleet store only through the contract: what it advertises
-    // (waitingByLane) is computed in core/lane-waiting.ts, not imported from the Redis store.
+    // (waitingByLane) is computed in core/waiting-by-lane.ts, not imported from the Redis store.
     const governor = filesUnder("src/governor").filter((f) => f.endsWith(".ts"));
     const redis = governor.filter((f) => /from "\.\.\/store\/redis\//.test(readFileSync(f, "utf8")));
     assert.deepEqual(redis, [], "a governor file importing the Redis store");
